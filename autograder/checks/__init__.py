@@ -1,0 +1,14 @@
+"""Hidden grading checks, one pytest module per exercise (never released to students).
+
+A check is a pytest test decorated with `@check(points=..., grade_id=...)`: its points count
+towards the nbgrader grade cell `grade_id`, and the points of an exercise's checks sum to 8.
+Checks talk to the notebook only through the `submission` fixture, compute expected values
+from `reference/` here in the parent, and fail through `autograder.grading.expect`.
+"""
+
+import pytest
+
+
+def check(*, points: float, grade_id: str):
+    """Mark a grading check with its points and the grade cell it counts towards."""
+    return pytest.mark.check(points=points, grade_id=grade_id)

@@ -1,0 +1,41 @@
+"""The five exercises: ids, short aliases and where each layer keeps its module."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+EXERCISES: tuple[str, ...] = (
+    "ex1_numpy_attention",
+    "ex2_attention_heatmap",
+    "ex3_transformer_classifier",
+    "ex4_gqa_analysis",
+    "ex5_causal_mask",
+)
+AUTO_POINTS = 8.0
+MANUAL_POINTS = 2.0
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES_DIR = PROJECT_ROOT / "student_templates"
+DEFAULT_COURSE_DIR = PROJECT_ROOT / "assignments"
+
+
+def short_name(exercise: str) -> str:
+    """`ex3_transformer_classifier` -> `ex3` (also the pytest marker)."""
+    return exercise.split("_", 1)[0]
+
+
+def resolve(name: str) -> str:
+    """Full exercise id from an id or its short name; ValueError for anything else."""
+    for exercise in EXERCISES:
+        if name in (exercise, short_name(exercise)):
+            return exercise
+    raise ValueError(f"unknown exercise {name!r}; choose from {', '.join(EXERCISES)}")
+
+
+def reference_module(exercise: str) -> ModuleType:
+    return importlib.import_module(f"reference.{resolve(exercise)}")
+
+
+def checks_module_path(exercise: str) -> Path:
+    return Path(__file__).resolve().parent / "checks" / f"{resolve(exercise)}.py"

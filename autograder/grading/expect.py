@@ -1,0 +1,145 @@
+"""Assertion helpers for grading checks: every failure carries a message for the student and,
+when the wrong answer matches a catalogued mistake, that mistake's name."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NoReturn
+
+import numpy as np
+
+from autograder.grading.submission import Handle, StudentError
+from autograder.mistakes import Mistake, Raised
+
+
+class CheckFailed(AssertionError):
+    def __init__(self, message: str, mistake: Mistake | None = None):
+        super().__init__(message)
+        self.message = message
+        self.mistake = mistake
+
+
+def fail(message: str, *, mistake: Mistake | None = None) -> NoReturn:
+    raise CheckFailed(message, mistake)
+
+
+def ensure(condition: bool, message: str, *, mistake: Mistake | None = None) -> None:
+    if not condition:
+        fail(message, mistake=mistake)
+
+
+def _describe(value) -> str:
+    if isinstance(value, Handle):
+        return value.type.rsplit(".", 1)[-1]
+    return type(value).__name__
+
+
+def is_tensor(value) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
+def as_array(value, what: str, *, allow=("ndarray", "tensor")) -> np.ndarray:
+    """`value` as a NumPy array, if it is one of the allowed kinds; otherwise fail."""
+    if "ndarray" in allow and isinstance(value, np.ndarray):
+        return value
+    if "tensor" in allow and is_tensor(value):
+        return value.detach().numpy()
+    kinds = " or ".join({"ndarray": "a NumPy array", "tensor": "a torch.Tensor"}[k] for k in allow)
+    fail(f"{what} should be {kinds}, got {_describe(value)}")
+
+
+def expect_tuple(value, length: int, what: str) -> tuple:
+    if not isinstance(value, tuple | list) or len(value) != length:
+        fail(f"{what} should return a tuple of {length} values, got {_describe(value)}"
+             + (f" of length {len(value)}" if isinstance(value, tuple | list) else ""))
+    return tuple(value)
+
+
+def expect_shape(array: np.ndarray, shape: tuple[int, ...], what: str,
+                 *, mistake: Mistake | None = None) -> None:
+    ensure(tuple(array.shape) == tuple(shape),
+           f"{what} should have shape {tuple(shape)}, got {tuple(array.shape)}", mistake=mistake)
+
+
+def close(a, b, *, atol: float, rtol: float) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    try:
+        return bool(np.allclose(a.astype(float), b.astype(float), atol=atol, rtol=rtol,
+                                equal_nan=True))
+    except (TypeError, ValueError):
+        return False
+
+
+def matching_mistake(observed, candidates: Iterable[tuple[Mistake, object]],
+                     pick: Callable = lambda value: value, *, atol: float = 1e-6,
+                     rtol: float = 1e-5) -> Mistake | None:
+    """The first catalogued mistake whose output (after `pick`) matches `observed`."""
+    for mistake, output in candidates:
+        try:
+            candidate = pick(output)
+            if is_tensor(candidate):
+                candidate = candidate.detach().numpy()
+        except Exception:  # noqa: BLE001 - a candidate that does not fit is no match
+            continue
+        if close(observed, candidate, atol=atol, rtol=rtol):
+            return mistake
+    return None
+
+
+def expect_close(observed, expected, what: str, *, atol: float = 1e-6, rtol: float = 1e-5,
+                 mistakes: Iterable[tuple[Mistake, object]] = (),
+                 pick: Callable = lambda value: value) -> None:
+    """Fail unless arrays `observed` and `expected` have one shape and agree within tolerance.
+
+    On failure, name the first of `mistakes` (pairs of mistake and its output, reduced by
+    `pick` to the compared value) that `observed` does match."""
+    observed = np.asarray(observed)
+    expected = np.asarray(expected)
+    if close(observed, expected, atol=atol, rtol=rtol):
+        return
+    mistake = matching_mistake(observed, mistakes, pick, atol=atol, rtol=rtol)
+    if observed.shape != expected.shape:
+        fail(f"{what} should have shape {expected.shape}, got {observed.shape}", mistake=mistake)
+    if not np.issubdtype(observed.dtype, np.number) and observed.dtype != bool:
+        fail(f"{what} should hold numbers, got dtype {observed.dtype}", mistake=mistake)
+    with np.errstate(all="ignore"):
+        difference = np.abs(observed.astype(float) - expected.astype(float))
+    difference = np.where(np.isnan(difference), np.inf, difference)
+    index = np.unravel_index(int(np.argmax(difference)), difference.shape)
+    where = f" at index {tuple(int(i) for i in index)}" if observed.ndim else ""
+    fail(
+        f"{what} differs from the expected values: largest |difference| is "
+        f"{float(difference[index]):.3g}{where} (got {float(observed[index]):.6g}, "
+        f"expected {float(expected[index]):.6g})",
+        mistake=mistake,
+    )
+
+
+@dataclass
+class Answer:
+    """A student function's return value and what the catalogued mistakes return instead."""
+
+    value: object
+    candidates: list[tuple[Mistake, object]]
+
+
+def call_checked(submission, catalogue, target: str, *args, timeout: float | None = None,
+                 **kwargs) -> Answer:
+    """Call the student's `target`; if it raises, fail, naming a catalogued mistake that raises
+    the same exception on these inputs."""
+    candidates = catalogue.outputs(target, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    try:
+        value = submission.call(target, *args, timeout=timeout, **kwargs)
+    except StudentError as error:
+        mistake = next(
+            (m for m, out in candidates if isinstance(out, Raised) and out.type == error.type),
+            None,
+        )
+        raise CheckFailed(str(error), mistake) from None
+    return Answer(value, [(m, out) for m, out in candidates if not isinstance(out, Raised)])

@@ -1,0 +1,119 @@
+"""Read a submitted notebook without trusting it: size, JSON, structure, exercise, program.
+
+Only the code of setup, solution and student-added cells becomes the program; our own visible
+check and demo cells (identified by grade id from the exercise's template) are not run: the
+hidden checks replace the former, and the latter only re-run the student's code for display.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.build.render import cell_roles
+from autograder.exercises import EXERCISES
+from autograder.grading.submission import ProgramCell
+
+MAX_NOTEBOOK_BYTES = 16 << 20
+RUN_ROLES = ("setup", "solution", "student")
+
+
+class InvalidNotebook(Exception):
+    """The file cannot be graded as a notebook of the exercise; the message says why."""
+
+
+@dataclass
+class LoadedNotebook:
+    exercise: str | None
+    program: list[ProgramCell] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # tolerated irregularities, for feedback
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise InvalidNotebook("a cell's source is neither text nor a list of lines")
+
+
+def python_source(source: str) -> str:
+    """IPython syntax (magics, `!shell`) rewritten to plain Python calls of `get_ipython()`,
+    which the child answers harmlessly. Plain Python is returned unchanged."""
+    try:
+        ast.parse(source)
+        return source
+    except (SyntaxError, ValueError):
+        pass
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    try:
+        return TransformerManager().transform_cell(source)
+    except Exception:  # noqa: BLE001 - leave it to the child to report the syntax error
+        return source
+
+
+def _grade_id(cell: dict) -> str | None:
+    nbgrader = (cell.get("metadata") or {}).get("nbgrader")
+    if isinstance(nbgrader, dict) and isinstance(nbgrader.get("grade_id"), str):
+        return nbgrader["grade_id"]
+    return None
+
+
+def exercise_from_name(path: Path) -> str | None:
+    stem = path.stem
+    return next((exercise for exercise in EXERCISES if stem.startswith(exercise)), None)
+
+
+def declared_exercise(notebook: dict) -> str | None:
+    metadata = notebook.get("metadata")
+    declared = (metadata or {}).get("attn_grade") if isinstance(metadata, dict) else None
+    if isinstance(declared, dict) and declared.get("exercise") in EXERCISES:
+        return declared["exercise"]
+    return None
+
+
+def read_json(path: Path) -> dict:
+    size = path.stat().st_size
+    if size > MAX_NOTEBOOK_BYTES:
+        raise InvalidNotebook(f"the file is {size} bytes; notebooks over {MAX_NOTEBOOK_BYTES} "
+                              "bytes are not graded")
+    try:
+        notebook = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InvalidNotebook(f"the file is not valid JSON ({error})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise InvalidNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
+    if notebook.get("nbformat") != 4:
+        raise InvalidNotebook(f"only nbformat 4 notebooks are graded (got {notebook.get('nbformat')!r})")
+    return notebook
+
+
+def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
+    """The cells to run, in order, with labels for messages."""
+    roles = cell_roles(exercise)
+    loaded = LoadedNotebook(exercise)
+    seen: dict[str, int] = {}
+    for index, cell in enumerate(notebook["cells"], start=1):
+        if not isinstance(cell, dict):
+            raise InvalidNotebook(f"cell {index} is not an object")
+        if cell.get("cell_type") != "code":
+            continue
+        grade_id = _grade_id(cell)
+        role = roles.get(grade_id, "student") if grade_id else "student"
+        if grade_id:
+            seen[grade_id] = seen.get(grade_id, 0) + 1
+        if role not in RUN_ROLES:
+            continue
+        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+        loaded.program.append(ProgramCell(label, python_source(_source(cell))))
+    for grade_id, count in seen.items():
+        if count > 1:
+            loaded.problems.append(f"grade id {grade_id!r} appears in {count} cells")
+    for grade_id, role in roles.items():
+        if role == "solution" and grade_id not in seen:
+            loaded.problems.append(f"the solution cell {grade_id!r} is missing")
+    return loaded

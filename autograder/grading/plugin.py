@@ -1,0 +1,109 @@
+"""The pytest plugin that connects an exercise's check module to one submission.
+
+Fixtures for checks: `submission` (the sandboxed notebook), `seed` / `rng` (per-check seeds,
+derived from the submission's base seed and the check's name), `mistakes` (the exercise's
+catalogue). Each check's outcome becomes a CheckResult with a student-facing message; check
+code and tracebacks never reach that message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import traceback
+
+import numpy as np
+import pytest
+
+from autograder.grading.expect import CheckFailed
+from autograder.grading.results import CheckResult
+from autograder.grading.submission import StudentError, Submission, Unavailable
+from autograder.mistakes import catalogue_for
+from autograder.sandbox.process import SandboxDied
+
+
+def derive_seed(*parts: object) -> int:
+    """A 32-bit seed from the parts, stable across runs and machines."""
+    digest = hashlib.sha256("|".join(str(part) for part in parts).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def student_message(error: BaseException) -> tuple[str, str | None]:
+    """(message, mistake id) for a check that ended with `error`."""
+    if isinstance(error, CheckFailed):
+        if error.mistake is not None:
+            return f"{error.message}. Looks like a {error.mistake.label()}", error.mistake.id
+        return error.message, None
+    if isinstance(error, StudentError):
+        return str(error), None
+    if isinstance(error, SandboxDied):
+        return f"the notebook's process stopped ({error.status}): {error.detail}", None
+    if isinstance(error, Unavailable):
+        return str(error), None
+    return (
+        f"the check could not use the submission's answer ({type(error).__name__}: {error})",
+        None,
+    )
+
+
+class GradingPlugin:
+    def __init__(self, exercise: str, submission: Submission, base_seed: int):
+        self.exercise = exercise
+        self._submission = submission
+        self.base_seed = base_seed
+        self.results: list[CheckResult] = []
+        self.internal_errors: list[str] = []
+
+    @pytest.fixture(scope="session")
+    def submission(self) -> Submission:
+        return self._submission
+
+    @pytest.fixture
+    def seed(self, request: pytest.FixtureRequest) -> int:
+        return derive_seed(self.base_seed, request.node.name)
+
+    @pytest.fixture
+    def rng(self, seed: int) -> np.random.Generator:
+        return np.random.default_rng(seed)
+
+    @pytest.fixture(scope="session")
+    def mistakes(self):
+        return catalogue_for(self.exercise)
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        for marker in ("ex1", "ex2", "ex3", "ex4", "ex5", "check(points, grade_id)"):
+            config.addinivalue_line("markers", marker)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.internal_errors.append(f"collecting {report.nodeid}: {report.longreprtext}")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        if not (report.when == "call" or (report.when == "setup" and report.failed)):
+            return
+        marker = item.get_closest_marker("check")
+        if marker is None:
+            self.internal_errors.append(f"{item.name} has no @check marker")
+            return
+        message, mistake = "", None
+        if call.excinfo is not None:
+            error = call.excinfo.value
+            message, mistake = student_message(error)
+            if not isinstance(error, CheckFailed | StudentError | SandboxDied | Unavailable):
+                self.internal_errors.append(
+                    f"{item.name}: " + "".join(traceback.format_exception(error))
+                )
+        seed = item.funcargs.get("seed") if hasattr(item, "funcargs") else None
+        self.results.append(
+            CheckResult(
+                name=item.name,
+                grade_id=marker.kwargs["grade_id"],
+                max_points=float(marker.kwargs["points"]),
+                passed=report.passed,
+                message=message,
+                mistake=mistake,
+                seed=seed,
+            )
+        )

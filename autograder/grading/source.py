@@ -1,0 +1,69 @@
+"""Static facts about a submission's source, read in the parent with `ast` (never executed)."""
+
+from __future__ import annotations
+
+import ast
+
+
+def _parse(sources: list[str]) -> list[ast.Module]:
+    trees = []
+    for source in sources:
+        try:
+            trees.append(ast.parse(source))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    return trees
+
+
+def module_aliases(sources: list[str], package: str) -> set[str]:
+    """Names bound anywhere in the notebook to `package` or to something imported from it."""
+    names: set[str] = set()
+    for tree in _parse(sources):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == package:
+                        names.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.split(".")[0] == package:
+                    names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def _imports(node: ast.AST, package: str) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == package for a in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return (node.module or "").split(".")[0] == package
+    return False
+
+
+def _top_level_functions(trees: list[ast.Module]) -> dict[str, ast.FunctionDef]:
+    """The last top-level definition of each function name (what the notebook ends up with)."""
+    found: dict[str, ast.FunctionDef] = {}
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[node.name] = node
+    return found
+
+
+def functions_using(sources: list[str], function: str, package: str) -> list[str]:
+    """Functions reachable from `function` (through calls of the notebook's own top-level
+    functions) whose bodies use `package` or import it. Empty when none do."""
+    trees = _parse(sources)
+    aliases = module_aliases(sources, package)
+    functions = _top_level_functions(trees)
+    offenders, queue, visited = [], [function], set()
+    while queue:
+        name = queue.pop()
+        if name in visited or name not in functions:
+            continue
+        visited.add(name)
+        for node in ast.walk(functions[name]):
+            uses = (isinstance(node, ast.Name) and node.id in aliases) or _imports(node, package)
+            if uses and name not in offenders:
+                offenders.append(name)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                queue.append(node.func.id)
+    return offenders

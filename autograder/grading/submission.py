@@ -1,0 +1,252 @@
+"""The parent's view of a submission: its program (code cells) running in a sandbox.
+
+Checks call student functions through `Submission`; values cross the boundary as plain data and
+objects that are not plain data stay in the child behind `Handle`s. If the child dies (timeout,
+memory, crash), it is restarted without the cell that killed it, at most `max_restarts` times.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import Sandbox, SandboxDied
+from autograder.sandbox.runtime import wire
+
+# How bad a sandbox status is, for the submission's overall status.
+SEVERITY = {"ok": 0, "crashed": 1, "file_size": 2, "memory": 3, "timeout": 4, "output_limit": 5}
+
+
+class StudentError(Exception):
+    """Student code raised an exception (in a cell or in a call)."""
+
+    def __init__(self, what: str, error: dict):
+        self.type = str(error.get("type", "Exception"))
+        self.message = str(error.get("message", ""))
+        self.traceback = str(error.get("traceback", ""))
+        if self.type == "NotImplementedError" and not self.message:
+            text = f"{what} is not implemented yet (it raised NotImplementedError)"
+        else:
+            text = f"{what} raised {self.type}" + (f": {self.message}" if self.message else "")
+        super().__init__(text)
+
+
+class Unavailable(Exception):
+    """The submission could not be run (e.g. too many restarts); no call can succeed."""
+
+
+@dataclass(frozen=True)
+class ProgramCell:
+    label: str  # shown in messages: "cell 7 (softmax)"
+    source: str
+
+
+@dataclass
+class Budget:
+    cell_timeout: float = 60.0
+    call_timeout: float = 30.0
+    max_restarts: int = 3
+    total_seconds: float = 900.0
+
+
+def _tensor(array: np.ndarray, dtype: str, requires_grad: bool):
+    import torch
+
+    tensor = torch.from_numpy(np.array(array))
+    target = getattr(torch, dtype, None)
+    if isinstance(target, torch.dtype) and tensor.dtype != target:
+        tensor = tensor.to(target)
+    return tensor
+
+
+class Handle:
+    """An object that lives in the child. Call it, call its methods, read its attributes."""
+
+    def __init__(self, submission: Submission, tag: dict, generation: int):
+        self._submission = submission
+        self.id = int(tag["$handle"])
+        self.type = str(tag.get("type", "?"))
+        self.repr = str(tag.get("repr", ""))
+        self.generation = generation
+
+    def __agw_tag__(self) -> dict:
+        if self.generation != self._submission.generation:
+            raise Unavailable("an object of the submission was lost when its process restarted")
+        return {"$handle": self.id}
+
+    def __call__(self, *args, **kwargs):
+        return self._submission._call(self.__agw_tag__(), None, args, kwargs)
+
+    def call(self, method: str, *args, timeout: float | None = None, **kwargs):
+        return self._submission._call(self.__agw_tag__(), method, args, kwargs, timeout=timeout)
+
+    def getattr(self, name: str):
+        return self._submission._request(
+            {"op": "getattr", "target": self.__agw_tag__(), "name": name}, what=f".{name}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<Handle {self.type} #{self.id}>"
+
+
+@dataclass
+class Submission:
+    program: list[ProgramCell]
+    limits: Limits = field(default_factory=Limits)
+    budget: Budget = field(default_factory=Budget)
+    sandbox: Sandbox | None = None
+    generation: int = 0
+    restarts: int = 0
+    skipped: set[str] = field(default_factory=set)
+    cell_errors: dict[str, str] = field(default_factory=dict)
+    events: list[str] = field(default_factory=list)
+    status: str = "ok"
+    isolation: str = ""
+    started_at: float = field(default_factory=time.monotonic)
+    unavailable: str | None = None  # set for a notebook that cannot run at all: every call fails
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def _record(self, died: SandboxDied, where: str) -> None:
+        if SEVERITY.get(died.status, 1) > SEVERITY.get(self.status, 0):
+            self.status = died.status
+        self.events.append(f"{where}: {died.detail} [{died.status}]")
+
+    def _ensure(self) -> Sandbox:
+        if self.unavailable:
+            raise Unavailable(self.unavailable)
+        while self.sandbox is None or not self.sandbox.alive:
+            if self.sandbox is not None:
+                self.sandbox.close()
+                if self.restarts >= self.budget.max_restarts:
+                    raise Unavailable(
+                        f"the notebook's process was restarted {self.restarts} times; giving up"
+                    )
+                self.restarts += 1
+            if time.monotonic() - self.started_at > self.budget.total_seconds:
+                raise Unavailable(f"the grading budget of {self.budget.total_seconds:g} s is spent")
+            self.sandbox = Sandbox(self.limits)
+            try:
+                self.sandbox.start()
+            except SandboxDied as died:
+                self._record(died, "starting the sandbox")
+                continue
+            self.generation += 1
+            self.isolation = self.sandbox.isolation.describe()
+            self._run_program()
+        return self.sandbox
+
+    def _run_program(self) -> None:
+        for cell in self.program:
+            if cell.label in self.skipped:
+                continue
+            try:
+                response, _ = self.sandbox.request(
+                    {"op": "exec", "source": cell.source, "label": cell.label},
+                    timeout=self.budget.cell_timeout,
+                )
+            except SandboxDied as died:
+                self._record(died, f"{cell.label}")
+                self.skipped.add(cell.label)
+                self.events.append(f"{cell.label} is skipped from now on")
+                return
+            if not response.get("ok"):
+                error = response.get("error", {})
+                self.cell_errors.setdefault(
+                    cell.label, f"{error.get('type')}: {error.get('message', '')}"[:500]
+                )
+            for note in response.get("notes") or []:
+                self.events.append(f"{cell.label}: {note}")
+
+    def start(self) -> None:
+        self._ensure()
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+
+    def __enter__(self) -> Submission:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests --------------------------------------------------------------------------------
+    def _decode(self, data, blobs: list[bytes]):
+        generation = self.generation
+        decoder = wire.Decoder(
+            blobs, handle=lambda tag: Handle(self, tag, generation), tensor=_tensor
+        )
+        try:
+            return decoder.decode(data)
+        except (wire.ProtocolError, RecursionError, ValueError, TypeError) as error:
+            raise StudentError("the submission", {"type": "InvalidValue", "message": str(error)})
+
+    def _request(self, header: dict, blobs=(), *, what: str, timeout: float | None = None,
+                 full: bool = False):
+        sandbox = self._ensure()
+        try:
+            response, out_blobs = sandbox.request(
+                header, blobs, timeout=timeout or self.budget.call_timeout
+            )
+        except SandboxDied as died:
+            self._record(died, f"calling {what}")
+            raise
+        if not response.get("ok"):
+            raise StudentError(what, response.get("error") or {})
+        value = self._decode(response.get("value"), out_blobs)
+        return (value, response) if full else value
+
+    def _call(self, target: dict, method: str | None, args, kwargs, *, timeout=None,
+              record_warnings: bool = False, what: str | None = None):
+        encoder = wire.Encoder()
+        header = {
+            "op": "call",
+            "target": target,
+            "method": method,
+            "args": encoder.encode(list(args)),
+            "kwargs": encoder.encode(dict(kwargs)),
+            "record_warnings": record_warnings,
+        }
+        label = what or (f"{method}()" if method else "the call")
+        value, response = self._request(
+            header, encoder.blobs, what=label, timeout=timeout, full=True
+        )
+        if record_warnings:
+            return value, [str(w) for w in response.get("warnings") or []]
+        return value
+
+    def call(self, name: str, *args, timeout: float | None = None, **kwargs):
+        """Call the student's function (or class) `name` with plain-data arguments."""
+        return self._call({"$global": name}, None, args, kwargs, timeout=timeout, what=f"{name}()")
+
+    def call_recording_warnings(self, name: str, *args, **kwargs) -> tuple[object, list[str]]:
+        """Like `call`, under NumPy's default error state; also returns the warnings raised."""
+        return self._call(
+            {"$global": name}, None, args, kwargs, record_warnings=True, what=f"{name}()"
+        )
+
+    def module_setattr(self, name: str, value) -> None:
+        """Rebind a global of the student's notebook (e.g. swap a function for a stub)."""
+        encoder = wire.Encoder()
+        data = encoder.encode(value)
+        self._request({"op": "setattr", "target": {"$module": "__main__"}, "name": name,
+                       "value": data}, encoder.blobs, what=f"setting {name}")
+
+    def module_getattr(self, name: str):
+        return self._request({"op": "getattr", "target": {"$module": "__main__"}, "name": name},
+                             what=f"reading {name}")
+
+    def seed(self, seed: int) -> None:
+        """Seed Python's, NumPy's and (if imported) torch's global RNGs in the child."""
+        self._request({"op": "seed", "seed": int(seed)}, what="seeding")
+
+    def probe(self, name: str, *args):
+        encoder = wire.Encoder()
+        data = encoder.encode(list(args))
+        return self._request(
+            {"op": "probe", "name": name, "args": data}, encoder.blobs, what=f"inspecting ({name})"
+        )

@@ -1,0 +1,219 @@
+"""The sandbox child: runs a notebook's code cells, then serves the grader's requests.
+
+Started by the supervisor as `python -s child.py REQUEST_FD RESPONSE_FD` in a fresh working
+directory, with limits already applied. Requests and responses are wire frames; see wire.py.
+"""
+
+import builtins
+import linecache
+import os
+import sys
+import traceback
+import types
+import warnings
+
+import probes
+import wire
+
+MAX_REPR = 200
+
+
+class Shell:
+    """Stands in for IPython's shell: magics become harmless, shell escapes never run."""
+
+    def __init__(self, namespace: dict, notes: list):
+        self.namespace = namespace
+        self.notes = notes
+        self.user_ns = namespace
+
+    def _run(self, source: str):
+        exec(compile(source, "<magic>", "exec"), self.namespace)
+
+    def run_line_magic(self, name, line, _stack_depth=1):
+        if name in ("time", "timeit", "prun"):
+            self._run(line)
+        else:
+            self.notes.append(f"ignored %{name} {line}".strip())
+
+    def run_cell_magic(self, name, line, cell):
+        if name in ("time", "timeit", "capture", "prun"):
+            self._run(cell)
+        else:
+            self.notes.append(f"ignored %%{name} cell magic")
+
+    def system(self, command, *args, **kwargs):
+        self.notes.append(f"ignored shell command: !{command}")
+
+    getoutput = system
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+class Server:
+    def __init__(self):
+        self.module = types.ModuleType("__main__")
+        self.namespace = self.module.__dict__
+        self.namespace["__builtins__"] = builtins
+        self.notes: list[str] = []
+        shell = Shell(self.namespace, self.notes)
+        self.namespace["get_ipython"] = lambda: shell
+        sys.modules["__main__"] = self.module
+        self.handles: dict[int, object] = {}
+        self.next_handle = 1
+
+    # -- values -----------------------------------------------------------------------------
+    def _handle_for(self, value) -> dict:
+        handle = self.next_handle
+        self.next_handle += 1
+        self.handles[handle] = value
+        cls = type(value)
+        try:
+            text = repr(value)[:MAX_REPR]
+        except BaseException:  # noqa: BLE001 - a student's __repr__ may do anything
+            text = f"<{cls.__name__}>"
+        return {"$handle": handle, "type": f"{cls.__module__}.{cls.__qualname__}", "repr": text}
+
+    def _lookup_handle(self, tag):
+        try:
+            return self.handles[tag["$handle"]]
+        except (KeyError, TypeError):
+            raise wire.ProtocolError("unknown handle") from None
+
+    @staticmethod
+    def _tensor(array, dtype, requires_grad):
+        import torch
+
+        tensor = torch.from_numpy(array.copy())
+        target = getattr(torch, dtype, None)
+        if isinstance(target, torch.dtype) and tensor.dtype != target:
+            tensor = tensor.to(target)
+        return tensor.requires_grad_(requires_grad)
+
+    def decode(self, data, blobs):
+        return wire.Decoder(blobs, handle=self._lookup_handle, tensor=self._tensor).decode(data)
+
+    def _target(self, header, blobs):
+        target = header.get("target")
+        if isinstance(target, dict) and "$global" in target:
+            name = target["$global"]
+            if name not in self.namespace:
+                raise NameError(f"name {name!r} is not defined")
+            return self.namespace[name]
+        if isinstance(target, dict) and target.get("$module") == "__main__":
+            return self.module
+        return self.decode(target, blobs)
+
+    # -- operations -------------------------------------------------------------------------
+    def op_ping(self, header, blobs):
+        return {"pid": os.getpid()}
+
+    def op_exec(self, header, blobs):
+        filename = f"<cell {header.get('label', '?')}>"
+        source = header["source"]
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), self.namespace)
+        notes, self.notes[:] = list(self.notes), []
+        return {"notes": notes}
+
+    def op_call(self, header, blobs):
+        target = self._target(header, blobs)
+        if header.get("method"):
+            target = getattr(target, header["method"])
+        args = self.decode(header.get("args", []), blobs)
+        kwargs = self.decode(header.get("kwargs", {"$dict": {}}), blobs)
+        if not callable(target):
+            raise TypeError(f"{type(target).__name__} object is not callable")
+        if header.get("record_warnings"):
+            return self._call_recording_warnings(target, args, kwargs)
+        return {"value": target(*args, **kwargs)}
+
+    def _call_recording_warnings(self, target, args, kwargs):
+        import numpy as np
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with np.errstate(divide="warn", over="warn", under="ignore", invalid="warn"):
+                value = target(*args, **kwargs)
+        found = [f"{w.category.__name__}: {w.message}" for w in caught]
+        return {"value": value, "warnings": found}
+
+    def op_getattr(self, header, blobs):
+        return {"value": getattr(self._target(header, blobs), header["name"])}
+
+    def op_setattr(self, header, blobs):
+        setattr(self._target(header, blobs), header["name"], self.decode(header["value"], blobs))
+        return {}
+
+    def op_seed(self, header, blobs):
+        import random
+
+        import numpy as np
+
+        seed = int(header["seed"])
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        if "torch" in sys.modules:
+            sys.modules["torch"].manual_seed(seed)
+        return {}
+
+    def op_probe(self, header, blobs):
+        probe = probes.PROBES[header["name"]]
+        return {"value": probe(*self.decode(header.get("args", []), blobs))}
+
+    def op_release(self, header, blobs):
+        for handle in header.get("handles", []):
+            self.handles.pop(handle, None)
+        return {}
+
+    # -- loop -------------------------------------------------------------------------------
+    def respond(self, header, blobs) -> tuple[dict, list[bytes]]:
+        operation = getattr(self, f"op_{header.get('op')}", None)
+        try:
+            if operation is None:
+                raise wire.ProtocolError(f"unknown operation {header.get('op')!r}")
+            result = operation(header, blobs)
+            encoder = wire.Encoder(fallback=self._handle_for)
+            response = {"ok": True}
+            for key, value in result.items():
+                response[key] = encoder.encode(value) if key == "value" else value
+            return response, encoder.blobs
+        except BaseException as error:  # noqa: BLE001 - student code may raise anything
+            return {"ok": False, "error": describe(error)}, []
+
+
+def describe(error: BaseException) -> dict:
+    frames = traceback.extract_tb(error.__traceback__)
+    student = [frame for frame in frames if frame.filename.startswith("<cell")]
+    lines = traceback.format_list(student[-5:]) if student else []
+    try:
+        message = str(error)
+    except BaseException:  # noqa: BLE001
+        message = "<unprintable>"
+    return {
+        "type": type(error).__name__,
+        "message": message[:2000],
+        "traceback": "".join(lines)[-4000:],
+    }
+
+
+def main() -> None:
+    requests = os.fdopen(int(sys.argv[1]), "rb")
+    responses = os.fdopen(int(sys.argv[2]), "wb")
+    server = Server()
+    while True:
+        try:
+            header, blobs = wire.read_frame(requests)
+        except EOFError:
+            return
+        response, out_blobs = server.respond(header, blobs)
+        try:
+            wire.write_frame(responses, response, out_blobs)
+        except (BrokenPipeError, OSError):
+            return
+        except BaseException as error:  # noqa: BLE001 - e.g. a result JSON cannot carry
+            wire.write_frame(responses, {"ok": False, "error": describe(error)}, [])
+
+
+if __name__ == "__main__":
+    main()

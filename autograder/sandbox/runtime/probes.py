@@ -1,0 +1,87 @@
+"""Read-only inspectors the grader may ask the child to run on objects that stay in the child.
+
+They return plain data only. They run on the student's objects, so their answers are only as
+trustworthy as those objects: the parent treats them like any other output of the submission.
+"""
+
+
+def _text(items) -> list[str]:
+    return [item.get_text() for item in items]
+
+
+def _mappable_summary(artist) -> dict:
+    import numpy as np
+
+    summary = {
+        "kind": type(artist).__name__,
+        "has_colorbar": getattr(artist, "colorbar", None) is not None,
+        "array": np.ma.filled(np.ma.asarray(artist.get_array(), dtype=float), np.nan),
+    }
+    if hasattr(artist, "get_extent"):
+        summary["extent"] = [float(value) for value in artist.get_extent()]
+        summary["origin"] = str(getattr(artist, "origin", "upper"))
+    if hasattr(artist, "get_coordinates"):
+        summary["coordinates"] = np.asarray(artist.get_coordinates(), dtype=float)
+    return summary
+
+
+def figure_summary(figure) -> dict:
+    """Axes, images/meshes (values, extent, origin), ticks and labels of a matplotlib figure."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(figure, Figure):
+        raise TypeError(f"expected a matplotlib Figure, got {type(figure).__name__}")
+    figure.draw_without_rendering()
+    axes_list = []
+    for axes in figure.axes:
+        mappables = [*axes.images, *[c for c in axes.collections if hasattr(c, "get_coordinates")]]
+        axes_list.append(
+            {
+                "is_colorbar": hasattr(axes, "_colorbar"),
+                "mappables": [_mappable_summary(artist) for artist in mappables],
+                "xticks": [float(tick) for tick in axes.get_xticks()],
+                "yticks": [float(tick) for tick in axes.get_yticks()],
+                "xticklabels": _text(axes.get_xticklabels()),
+                "yticklabels": _text(axes.get_yticklabels()),
+                "xlim": [float(value) for value in axes.get_xlim()],
+                "ylim": [float(value) for value in axes.get_ylim()],
+                "title": axes.get_title(),
+                "xlabel": axes.get_xlabel(),
+                "ylabel": axes.get_ylabel(),
+            }
+        )
+    return {"axes": axes_list}
+
+
+def module_summary(module) -> dict:
+    """Class, parameter counts and `batch_first` of an nn.Module and its named submodules."""
+    import torch.nn as nn
+
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"expected an nn.Module, got {type(module).__name__}")
+    submodules = []
+    for name, child in module.named_modules():
+        cls = type(child)
+        submodules.append(
+            {
+                "name": name,
+                "class": f"{cls.__module__}.{cls.__qualname__}",
+                "batch_first": getattr(child, "batch_first", None),
+                "num_layers": getattr(child, "num_layers", None),
+            }
+        )
+    parameters = list(module.parameters())
+    return {
+        "submodules": submodules,
+        "trainable_parameters": sum(p.numel() for p in parameters if p.requires_grad),
+        "parameters": sum(p.numel() for p in parameters),
+        "training": bool(module.training),
+    }
+
+
+def returns(value):
+    """A function that ignores its arguments and returns `value` (a stub to swap in)."""
+    return lambda *args, **kwargs: value
+
+
+PROBES = {"figure_summary": figure_summary, "module_summary": module_summary, "returns": returns}

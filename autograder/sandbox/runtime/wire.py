@@ -1,0 +1,193 @@
+"""The private channel between the grader (parent) and the sandbox child.
+
+A frame is `magic, header length, header (JSON), blob count, (blob length, blob)*`. Values are
+encoded as JSON with tagged objects: arrays and tensors travel as `.npy` blobs (written and read
+with allow_pickle=False), anything else stays in the child behind a handle. Nothing is pickled.
+"""
+
+import io
+import json
+import struct
+
+MAGIC = b"AGW1"
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+
+
+class ProtocolError(Exception):
+    """A frame or value that does not follow the protocol (or is over a limit)."""
+
+
+def _read_exact(stream, count: int) -> bytes:
+    chunks, remaining = [], count
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            raise EOFError("channel closed")
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def write_frame(stream, header: dict, blobs: list[bytes] = ()) -> None:
+    data = json.dumps(header, allow_nan=True).encode()
+    parts = [MAGIC, _U32.pack(len(data)), data, _U32.pack(len(blobs))]
+    for blob in blobs:
+        parts += [_U64.pack(len(blob)), blob]
+    stream.write(b"".join(parts))
+    stream.flush()
+
+
+def read_frame(stream, max_bytes: int = 1 << 62) -> tuple[dict, list[bytes]]:
+    """One frame from `stream`; ProtocolError if malformed or larger than `max_bytes`."""
+    if _read_exact(stream, 4) != MAGIC:
+        raise ProtocolError("bad frame magic")
+    (size,) = _U32.unpack(_read_exact(stream, 4))
+    if size > max_bytes:
+        raise ProtocolError(f"frame header of {size} bytes is over the limit")
+    try:
+        header = json.loads(_read_exact(stream, size))
+    except ValueError as error:
+        raise ProtocolError(f"frame header is not JSON: {error}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("frame header is not an object")
+    (count,) = _U32.unpack(_read_exact(stream, 4))
+    blobs, total = [], size
+    for _ in range(count):
+        (length,) = _U64.unpack(_read_exact(stream, 8))
+        total += length
+        if total > max_bytes:
+            raise ProtocolError(f"frame of more than {max_bytes} bytes")
+        blobs.append(_read_exact(stream, length))
+    return header, blobs
+
+
+def array_to_npy(array) -> bytes:
+    import numpy as np
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def npy_to_array(blob: bytes):
+    import numpy as np
+
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise ProtocolError(f"invalid .npy blob: {error}") from None
+
+
+class Encoder:
+    """Encode Python values to JSON-able data plus blobs.
+
+    `fallback(value)` returns the tag for a value that is not plain data (the child turns it
+    into a handle); by default such values are an error.
+    """
+
+    def __init__(self, fallback=None):
+        self.blobs: list[bytes] = []
+        self.fallback = fallback
+
+    def _blob(self, data: bytes) -> int:
+        self.blobs.append(data)
+        return len(self.blobs) - 1
+
+    def encode(self, value):
+        if value is None or isinstance(value, bool | int | float | str):
+            return value
+        if isinstance(value, list):
+            return [self.encode(item) for item in value]
+        if isinstance(value, tuple):
+            return {"$tuple": [self.encode(item) for item in value]}
+        if isinstance(value, dict):
+            if all(isinstance(key, str) for key in value):
+                return {"$dict": {key: self.encode(item) for key, item in value.items()}}
+            return {"$items": [[self.encode(k), self.encode(v)] for k, v in value.items()]}
+        tagged = self._encode_array_like(value)
+        if tagged is not None:
+            return tagged
+        if hasattr(value, "__agw_tag__"):
+            return value.__agw_tag__()
+        if self.fallback is not None:
+            return self.fallback(value)
+        raise ProtocolError(f"cannot send a value of type {type(value).__name__}")
+
+    def _encode_array_like(self, value):
+        module = type(value).__module__ or ""
+        if module.startswith("numpy"):
+            import numpy as np
+
+            if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+                return {"$ndarray": self._blob(array_to_npy(value))}
+            if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+                return {"$npscalar": value.dtype.str, "value": self.encode(value.item())}
+        if module.startswith("torch"):
+            import torch
+
+            if isinstance(value, torch.Tensor):
+                tensor = value.detach().cpu()
+                dtype = str(tensor.dtype).removeprefix("torch.")
+                if tensor.dtype in (torch.bfloat16, torch.float16):
+                    tensor = tensor.float()
+                return {
+                    "$tensor": self._blob(array_to_npy(tensor.resolve_conj().numpy())),
+                    "dtype": dtype,
+                    "requires_grad": bool(value.requires_grad),
+                }
+            if isinstance(value, torch.dtype):
+                return {"$torchdtype": str(value).removeprefix("torch.")}
+        return None
+
+
+class Decoder:
+    """Decode data made by an Encoder. `handle(tag)` builds the object for a handle tag."""
+
+    def __init__(self, blobs: list[bytes], handle=None, tensor=None):
+        self.blobs = blobs
+        self.handle = handle
+        self.tensor = tensor
+
+    def _blob(self, index):
+        if not isinstance(index, int) or not 0 <= index < len(self.blobs):
+            raise ProtocolError("blob index out of range")
+        return self.blobs[index]
+
+    def decode(self, data):
+        if data is None or isinstance(data, bool | int | float | str):
+            return data
+        if isinstance(data, list):
+            return [self.decode(item) for item in data]
+        if not isinstance(data, dict) or len(data) == 0:
+            raise ProtocolError(f"unexpected encoded value {str(data)[:80]}")
+        if "$tuple" in data:
+            return tuple(self.decode(item) for item in data["$tuple"])
+        if "$dict" in data:
+            return {str(key): self.decode(item) for key, item in data["$dict"].items()}
+        if "$items" in data:
+            return {self.decode(k): self.decode(v) for k, v in data["$items"]}
+        if "$ndarray" in data:
+            return npy_to_array(self._blob(data["$ndarray"]))
+        if "$npscalar" in data:
+            import numpy as np
+
+            try:
+                return np.dtype(data["$npscalar"]).type(self.decode(data["value"]))
+            except (TypeError, ValueError) as error:
+                raise ProtocolError(f"bad numpy scalar: {error}") from None
+        if "$tensor" in data:
+            array = npy_to_array(self._blob(data["$tensor"]))
+            if self.tensor is not None:
+                return self.tensor(array, str(data.get("dtype", "")), bool(data.get("requires_grad")))
+            return array
+        if "$torchdtype" in data:
+            import torch
+
+            dtype = getattr(torch, str(data["$torchdtype"]), None)
+            if not isinstance(dtype, torch.dtype):
+                raise ProtocolError("bad torch dtype")
+            return dtype
+        if "$handle" in data and self.handle is not None:
+            return self.handle(data)
+        raise ProtocolError(f"unexpected encoded value {str(data)[:80]}")

@@ -1,0 +1,223 @@
+"""Sandbox supervisor: starts the child under limits and, at the end, kills its whole tree.
+
+Self-contained (stdlib only), started by the grader as `python -s supervisor.py`, possibly as
+pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration on stdin, then:
+- marks itself a child subreaper, so that descendants which detach (setsid, double fork) are
+  re-parented to it and stay findable;
+- starts the child in a new session with resource limits and, where the kernel has it, a
+  Landlock domain (writes only in the working directory, reads only where Python lives, no TCP,
+  no signals to processes outside the sandbox);
+- reports `started` and `exited` events as JSON lines on stdout;
+- on `kill`, EOF on stdin, or the child's exit, SIGKILLs every descendant and exits.
+"""
+
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+
+# Landlock filesystem rights (ABI 1 has bits 0..12; 2 adds REFER; 3 TRUNCATE; 5 IOCTL_DEV).
+FS_EXECUTE, FS_WRITE_FILE, FS_READ_FILE, FS_READ_DIR = 1, 2, 4, 8
+FS_ABI1_ALL = (1 << 13) - 1
+FS_REFER, FS_TRUNCATE, FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock_abi() -> int:
+    version = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(int(version), 0)
+
+
+def landlock_ruleset(abi: int, read: list[str], write: list[str]) -> int:
+    """A ruleset fd allowing reads (and execution) under `read`, everything under `write`."""
+    handled = FS_ABI1_ALL
+    if abi >= 2:
+        handled |= FS_REFER
+    if abi >= 3:
+        handled |= FS_TRUNCATE
+    if abi >= 5:
+        handled |= FS_IOCTL_DEV
+    attr = RulesetAttr(handled, NET_BIND_TCP | NET_CONNECT_TCP if abi >= 4 else 0, 0)
+    if abi >= 6:
+        attr.scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | (FS_TRUNCATE if abi >= 3 else 0)
+    read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+    for paths, rights in ((read, read_rights), (write, handled)):
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            allowed = rights
+            if not os.path.isdir(path):
+                allowed &= file_rights | (FS_IOCTL_DEV if abi >= 5 else 0)
+            rule = PathBeneathAttr(allowed, fd)
+            if libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                            ctypes.byref(rule), 0) < 0:
+                error = ctypes.get_errno()
+                os.close(fd)
+                raise OSError(error, f"landlock_add_rule failed for {path}")
+            os.close(fd)
+    return ruleset
+
+
+def descendants(root: int) -> list[int]:
+    """Pids of every process below `root`, read from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, frontier = [], [root]
+    while frontier:
+        pid = frontier.pop()
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+def reap() -> dict[int, int]:
+    statuses = {}
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return statuses
+        if pid == 0:
+            return statuses
+        statuses[pid] = status
+
+
+def kill_tree(me: int) -> int:
+    """SIGKILL all descendants until none is left; returns how many were killed."""
+    killed = 0
+    for _ in range(200):
+        pids = descendants(me)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+        reap()
+        select.select([], [], [], 0.005)
+    reap()
+    return killed
+
+
+def emit(event: dict) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def start_child(config: dict, ruleset: int | None) -> int:
+    limits = {getattr(resource, name): tuple(value) for name, value in config["rlimits"].items()}
+    keep = set(config["pass_fds"])
+    output = config["output_fd"]
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        for fd in range(3, 1024):
+            if fd not in keep and fd != ruleset:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        for fd in keep:
+            os.set_inheritable(fd, True)
+        os.chdir(config["cwd"])
+        for which, (soft, hard) in limits.items():
+            resource.setrlimit(which, (soft, hard))
+        if ruleset is not None:
+            if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
+            if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        os.execve(config["argv"][0], config["argv"], config["env"])
+    except BaseException as error:  # noqa: BLE001 - report anything, never return to the caller
+        os.write(2, f"sandbox child failed to start: {error!r}\n".encode())
+    os._exit(127)
+
+
+def main() -> None:
+    config = json.loads(sys.stdin.readline())
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    me = int(os.readlink("/proc/self")) if os.path.exists("/proc/self") else os.getpid()
+    ruleset, abi = None, 0
+    landlock = config.get("landlock")
+    if landlock:
+        abi = landlock_abi()
+        if abi:
+            ruleset = landlock_ruleset(abi, landlock["read"], landlock["write"])
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    child = start_child(config, ruleset)
+    for fd in config["pass_fds"]:
+        os.close(fd)
+    emit({"event": "started", "pid": child, "landlock": abi if ruleset is not None else 0})
+    status = None
+    control = sys.stdin.fileno()
+    while status is None:
+        ready, _, _ = select.select([control, wake_read], [], [])
+        if wake_read in ready:
+            os.read(wake_read, 4096)
+        status = reap().get(child, status)
+        if control in ready:
+            line = sys.stdin.readline()
+            if not line or line.strip() == "kill":
+                break
+    killed = kill_tree(me)
+    event = {"event": "exited", "killed": killed}
+    if status is not None:
+        event["exit_code"] = os.waitstatus_to_exitcode(status)
+    emit(event)
+
+
+if __name__ == "__main__":
+    main()
