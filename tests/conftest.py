@@ -1,0 +1,44 @@
+"""Shared fixtures: notebooks built from the templates, with cells swapped in for mistakes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.build.course import build_course
+from autograder.build.notebook import to_notebook
+from autograder.build.render import render_cells
+from autograder.exercises import EXERCISES, short_name
+
+
+def exercise_params(exercises=EXERCISES):
+    """Parametrize over exercises, each carrying its pytest marker (so `-m ex3` selects it)."""
+    return [pytest.param(e, id=short_name(e), marks=getattr(pytest.mark, short_name(e)))
+            for e in exercises]
+
+
+def source_notebook(exercise: str, lang: str = "en", replace: dict[str, str] | None = None):
+    """The reference-filled source notebook, with the sources of some cells (by grade id)
+    replaced."""
+    notebook = to_notebook(render_cells(exercise, lang), exercise, lang)
+    for grade_id, source in (replace or {}).items():
+        cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+        assert cells, f"no cell {grade_id} in {exercise}"
+        cells[0].source = source
+    return notebook
+
+
+def write_notebook(notebook, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def built_course(tmp_path_factory) -> Path:
+    """A course built with the real nbgrader (English): source and release of all exercises."""
+    course = tmp_path_factory.mktemp("course")
+    build_course(course, lang="en")
+    return course

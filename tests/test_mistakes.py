@@ -1,0 +1,38 @@
+"""Every catalogued mistake, put into an otherwise correct notebook, fails the check meant for
+it, and that check's message names the mistake."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.build.render import render_cells
+from autograder.exercises import EXERCISES, short_name
+from autograder.grading.runner import grade_notebook
+from autograder.mistakes import catalogue_for
+from tests.conftest import source_notebook, write_notebook
+
+MISTAKES = [
+    pytest.param(exercise, mistake.id, id=f"{short_name(exercise)}-{mistake.id}",
+                 marks=getattr(pytest.mark, short_name(exercise)))
+    for exercise in EXERCISES
+    for mistake in catalogue_for(exercise)
+]
+
+
+def test_catalogue_has_at_least_30_mistakes():
+    assert len(MISTAKES) >= 30
+
+
+@pytest.mark.parametrize(("exercise", "mistake_id"), MISTAKES)
+def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path):
+    mistake = catalogue_for(exercise)[mistake_id]
+    solution_ids = {c.grade_id for c in render_cells(exercise) if c.role == "solution"}
+    assert mistake.target in solution_ids, f"{mistake.target} is no solution cell of {exercise}"
+    notebook = source_notebook(exercise, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    report = grade_notebook(path, only=[mistake.check])
+    assert [c.name for c in report.checks] == [mistake.check], "the check meant for it must run"
+    result = report.checks[0]
+    assert not result.passed, f"{mistake_id} was not caught by {mistake.check}"
+    assert result.mistake == mistake_id, result.message
+    assert mistake.description in result.message
