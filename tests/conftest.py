@@ -37,8 +37,14 @@ def write_notebook(notebook, path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def built_course(tmp_path_factory) -> Path:
-    """A course built with the real nbgrader (English): source and release of all exercises."""
+def release_of(tmp_path_factory):
+    """exercise -> its release notebook, built once per session by the real nbgrader."""
     course = tmp_path_factory.mktemp("course")
-    build_course(course, lang="en")
-    return course
+    built: dict[str, Path] = {}
+
+    def release(exercise: str) -> Path:
+        if exercise not in built:
+            built[exercise] = build_course(course, [exercise], lang="en")[0]
+        return built[exercise]
+
+    return release

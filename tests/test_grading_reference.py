@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.build.course import release_notebook_path
 from autograder.build.render import render_cells
 from autograder.exercises import AUTO_POINTS
 from autograder.grading.runner import grade_notebook
@@ -25,8 +24,8 @@ def test_reference_scores_full_marks_and_points_match_cells(exercise, tmp_path):
 
 
 @pytest.mark.parametrize("exercise", exercise_params())
-def test_blank_release_scores_zero(exercise, built_course):
-    report = grade_notebook(release_notebook_path(built_course, exercise))
+def test_blank_release_scores_zero(exercise, release_of):
+    report = grade_notebook(release_of(exercise))
     assert report.score == 0
     assert len(report.checks) >= 5
     assert all("not implemented" in check.message for check in report.checks), [
