@@ -15,8 +15,10 @@ from autograder.exercises import EXERCISES, short_name
 
 def exercise_params(exercises=EXERCISES):
     """Parametrize over exercises, each carrying its pytest marker (so `-m ex3` selects it)."""
-    return [pytest.param(e, id=short_name(e), marks=getattr(pytest.mark, short_name(e)))
-            for e in exercises]
+    return [
+        pytest.param(e, id=short_name(e), marks=getattr(pytest.mark, short_name(e)))
+        for e in exercises
+    ]
 
 
 def source_notebook(exercise: str, lang: str = "en", replace: dict[str, str] | None = None):
@@ -24,9 +26,19 @@ def source_notebook(exercise: str, lang: str = "en", replace: dict[str, str] | N
     replaced."""
     notebook = to_notebook(render_cells(exercise, lang), exercise, lang)
     for grade_id, source in (replace or {}).items():
-        cells = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+        cells = [
+            c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
+        ]
         assert cells, f"no cell {grade_id} in {exercise}"
         cells[0].source = source
+    return notebook
+
+
+def with_student_cells(notebook, *sources: str, position: int | None = None):
+    """Add student code cells (no nbgrader metadata), at the end or before cell `position`."""
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    at = len(notebook.cells) if position is None else position
+    notebook.cells[at:at] = cells
     return notebook
 
 

@@ -29,4 +29,5 @@ def test_blank_release_scores_zero(exercise, release_of):
     assert report.score == 0
     assert len(report.checks) >= 5
     assert all("not implemented" in check.message for check in report.checks), [
-        check.feedback() for check in report.checks]
+        check.feedback() for check in report.checks
+    ]

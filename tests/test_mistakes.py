@@ -12,8 +12,12 @@ from autograder.mistakes import catalogue_for
 from tests.conftest import source_notebook, write_notebook
 
 MISTAKES = [
-    pytest.param(exercise, mistake.id, id=f"{short_name(exercise)}-{mistake.id}",
-                 marks=getattr(pytest.mark, short_name(exercise)))
+    pytest.param(
+        exercise,
+        mistake.id,
+        id=f"{short_name(exercise)}-{mistake.id}",
+        marks=getattr(pytest.mark, short_name(exercise)),
+    )
     for exercise in EXERCISES
     for mistake in catalogue_for(exercise)
 ]

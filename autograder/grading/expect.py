@@ -54,15 +54,21 @@ def as_array(value, what: str, *, allow=("ndarray", "tensor")) -> np.ndarray:
 
 def expect_tuple(value, length: int, what: str) -> tuple:
     if not isinstance(value, tuple | list) or len(value) != length:
-        fail(f"{what} should return a tuple of {length} values, got {_describe(value)}"
-             + (f" of length {len(value)}" if isinstance(value, tuple | list) else ""))
+        fail(
+            f"{what} should return a tuple of {length} values, got {_describe(value)}"
+            + (f" of length {len(value)}" if isinstance(value, tuple | list) else "")
+        )
     return tuple(value)
 
 
-def expect_shape(array: np.ndarray, shape: tuple[int, ...], what: str,
-                 *, mistake: Mistake | None = None) -> None:
-    ensure(tuple(array.shape) == tuple(shape),
-           f"{what} should have shape {tuple(shape)}, got {tuple(array.shape)}", mistake=mistake)
+def expect_shape(
+    array: np.ndarray, shape: tuple[int, ...], what: str, *, mistake: Mistake | None = None
+) -> None:
+    ensure(
+        tuple(array.shape) == tuple(shape),
+        f"{what} should have shape {tuple(shape)}, got {tuple(array.shape)}",
+        mistake=mistake,
+    )
 
 
 def close(a, b, *, atol: float, rtol: float) -> bool:
@@ -70,15 +76,21 @@ def close(a, b, *, atol: float, rtol: float) -> bool:
     if a.shape != b.shape:
         return False
     try:
-        return bool(np.allclose(a.astype(float), b.astype(float), atol=atol, rtol=rtol,
-                                equal_nan=True))
+        return bool(
+            np.allclose(a.astype(float), b.astype(float), atol=atol, rtol=rtol, equal_nan=True)
+        )
     except (TypeError, ValueError):
         return False
 
 
-def matching_mistake(observed, candidates: Iterable[tuple[Mistake, object]],
-                     pick: Callable = lambda value: value, *, atol: float = 1e-6,
-                     rtol: float = 1e-5) -> Mistake | None:
+def matching_mistake(
+    observed,
+    candidates: Iterable[tuple[Mistake, object]],
+    pick: Callable = lambda value: value,
+    *,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+) -> Mistake | None:
     """The first catalogued mistake whose output (after `pick`) matches `observed`."""
     for mistake, output in candidates:
         try:
@@ -92,9 +104,16 @@ def matching_mistake(observed, candidates: Iterable[tuple[Mistake, object]],
     return None
 
 
-def expect_close(observed, expected, what: str, *, atol: float = 1e-6, rtol: float = 1e-5,
-                 mistakes: Iterable[tuple[Mistake, object]] = (),
-                 pick: Callable = lambda value: value) -> None:
+def expect_close(
+    observed,
+    expected,
+    what: str,
+    *,
+    atol: float = 1e-6,
+    rtol: float = 1e-5,
+    mistakes: Iterable[tuple[Mistake, object]] = (),
+    pick: Callable = lambda value: value,
+) -> None:
     """Fail unless arrays `observed` and `expected` have one shape and agree within tolerance.
 
     On failure, name the first of `mistakes` (pairs of mistake and its output, reduced by
@@ -114,7 +133,7 @@ def expect_close(observed, expected, what: str, *, atol: float = 1e-6, rtol: flo
     index = np.unravel_index(int(np.argmax(difference)), difference.shape)
     where = f" at index {tuple(int(i) for i in index)}" if observed.ndim else ""
     fail(
-        f"{what} differs from the expected values: largest |difference| is "
+        f"wrong values for {what}: the largest |difference| from the expected values is "
         f"{float(difference[index]):.3g}{where} (got {float(observed[index]):.6g}, "
         f"expected {float(expected[index]):.6g})",
         mistake=mistake,
@@ -129,8 +148,9 @@ class Answer:
     candidates: list[tuple[Mistake, object]]
 
 
-def call_checked(submission, catalogue, target: str, *args, timeout: float | None = None,
-                 **kwargs) -> Answer:
+def call_checked(
+    submission, catalogue, target: str, *args, timeout: float | None = None, **kwargs
+) -> Answer:
     """Call the student's `target`; if it raises, fail, naming a catalogued mistake that raises
     the same exception on these inputs."""
     candidates = catalogue.outputs(target, *copy.deepcopy(args), **copy.deepcopy(kwargs))

@@ -10,7 +10,9 @@ def distinct_sizes(rng: np.random.Generator, count: int, low: int = 2, high: int
     return [int(size) for size in rng.choice(np.arange(low, high), size=count, replace=False)]
 
 
-def random_bool_mask(rng: np.random.Generator, shape: tuple[int, ...], keep: float = 0.6) -> np.ndarray:
+def random_bool_mask(
+    rng: np.random.Generator, shape: tuple[int, ...], keep: float = 0.6
+) -> np.ndarray:
     """A boolean mask (True = may attend) where no row (last axis) is fully blocked."""
     mask = rng.random(shape) < keep
     rows = mask.reshape(-1, shape[-1])

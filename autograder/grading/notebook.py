@@ -52,7 +52,7 @@ def python_source(source: str) -> str:
 
     try:
         return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - leave it to the child to report the syntax error
+    except Exception:  # noqa: BLE001 - the child reports the syntax error
         return source
 
 
@@ -65,7 +65,7 @@ def _grade_id(cell: dict) -> str | None:
 
 def exercise_from_name(path: Path) -> str | None:
     stem = path.stem
-    return next((exercise for exercise in EXERCISES if stem.startswith(exercise)), None)
+    return next((exercise for exercise in EXERCISES if exercise in stem), None)
 
 
 def declared_exercise(notebook: dict) -> str | None:
@@ -79,8 +79,9 @@ def declared_exercise(notebook: dict) -> str | None:
 def read_json(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
-        raise InvalidNotebook(f"the file is {size} bytes; notebooks over {MAX_NOTEBOOK_BYTES} "
-                              "bytes are not graded")
+        raise InvalidNotebook(
+            f"the file is {size} bytes; notebooks over {MAX_NOTEBOOK_BYTES} bytes are not graded"
+        )
     try:
         notebook = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as error:
@@ -88,7 +89,9 @@ def read_json(path: Path) -> dict:
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise InvalidNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
     if notebook.get("nbformat") != 4:
-        raise InvalidNotebook(f"only nbformat 4 notebooks are graded (got {notebook.get('nbformat')!r})")
+        raise InvalidNotebook(
+            f"only nbformat 4 notebooks are graded (got {notebook.get('nbformat')!r})"
+        )
     return notebook
 
 

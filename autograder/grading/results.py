@@ -62,8 +62,11 @@ class GradeReport:
                 "status": "passed" if check.passed else "failed",
                 "output": check.message,
                 "visibility": "visible",
-                "extra_data": {"grade_id": check.grade_id, "mistake": check.mistake,
-                               "seed": check.seed},
+                "extra_data": {
+                    "grade_id": check.grade_id,
+                    "mistake": check.mistake,
+                    "seed": check.seed,
+                },
             }
             for check in self.checks
         ]
@@ -83,6 +86,9 @@ class GradeReport:
         }
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["score"] = self.score
-        return data
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GradeReport:
+        checks = [CheckResult(**check) for check in data.get("checks", [])]
+        return cls(**{**data, "checks": checks})

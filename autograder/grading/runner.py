@@ -11,6 +11,7 @@ import pytest
 from autograder.exercises import checks_module_path, resolve
 from autograder.grading.notebook import (
     InvalidNotebook,
+    LoadedNotebook,
     declared_exercise,
     exercise_from_name,
     program_of,
@@ -50,9 +51,21 @@ def run_checks(
     path = checks_module_path(exercise)
     args = [
         str(path) if not only else None,
-        "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:stepwise",
-        "--assert=plain", "--import-mode=importlib", "--capture=no",
-        "--rootdir", str(path.parent), "-c", os.devnull, "-W", "ignore::DeprecationWarning",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:terminal",
+        "-p",
+        "no:stepwise",
+        "--assert=plain",
+        "--import-mode=importlib",
+        "--capture=no",
+        "--rootdir",
+        str(path.parent),
+        "-c",
+        os.devnull,
+        "-W",
+        "ignore::DeprecationWarning",
     ]
     args = [arg for arg in args if arg is not None]
     if only:
@@ -60,48 +73,56 @@ def run_checks(
     code = pytest.main(args, plugins=[plugin])
     if plugin.internal_errors or code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         problems = "\n".join(plugin.internal_errors) or f"pytest exit code {code}"
-        if any(line.startswith("collecting") for line in plugin.internal_errors) or not plugin.results:
+        if (
+            any(line.startswith("collecting") for line in plugin.internal_errors)
+            or not plugin.results
+        ):
             raise GraderError(f"the checks of {exercise} could not run:\n{problems}")
     return plugin
 
 
-def grade_notebook(
-    path: Path | str,
+def load_notebook(
+    notebook: dict | None, exercise: str, reason: str | None = None
+) -> tuple[LoadedNotebook, str | None]:
+    """The program of a parsed notebook, or the reason it cannot be graded as `exercise`."""
+    declared = declared_exercise(notebook) if notebook else None
+    if reason is None and declared and declared != exercise:
+        reason = f"this notebook is for {declared}, not {exercise}"
+    if reason is None:
+        try:
+            return program_of(notebook, exercise), None
+        except InvalidNotebook as error:
+            reason = str(error)
+    return LoadedNotebook(exercise), reason
+
+
+def grade_loaded(
+    loaded: LoadedNotebook,
     *,
-    exercise: str | None = None,
+    reason: str | None = None,
     student: str = "anonymous",
     seed: int | None = None,
     limits: Limits | None = None,
     budget: Budget | None = None,
     only: list[str] | None = None,
-    notebook: dict | None = None,
 ) -> GradeReport:
-    """Grade the notebook at `path` (or the already-parsed `notebook`) for its exercise."""
-    path = Path(path)
+    """Grade a loaded program; with a `reason`, every check fails with that reason."""
     started = time.monotonic()
-    try:
-        if notebook is None:
-            notebook = read_json(path)
-    except InvalidNotebook as error:
-        chosen = choose_exercise(path, None, exercise)
-        return _invalid(chosen, str(error), started)
-    chosen = choose_exercise(path, notebook, exercise)
-    declared = declared_exercise(notebook)
-    if declared and declared != chosen:
-        return _invalid(chosen, f"this notebook is for {declared}, not {chosen}", started)
-    try:
-        loaded = program_of(notebook, chosen)
-    except InvalidNotebook as error:
-        return _invalid(chosen, str(error), started)
-    base_seed = seed if seed is not None else derive_seed(chosen, student)
-    report = GradeReport(chosen, seed=base_seed, isolation=isolation.detect().describe())
+    exercise = loaded.exercise
+    base_seed = seed if seed is not None else derive_seed(exercise, student)
+    report = GradeReport(exercise, seed=base_seed, isolation=isolation.detect().describe())
+    if reason is not None:
+        report.status = "invalid_notebook"
+        report.messages.append(f"not graded: {reason}")
     report.messages += [f"notebook: {problem}" for problem in loaded.problems]
-    with Submission(loaded.program, limits or Limits(), budget or Budget()) as submission:
-        plugin = run_checks(chosen, submission, base_seed, only)
-        report.checks = plugin.results
-        report.status = submission.status
-        if submission.isolation:
-            report.isolation = submission.isolation
+    unavailable = f"the notebook was not run: {reason}" if reason else None
+    submission = Submission(
+        loaded.program, limits or Limits(), budget or Budget(), unavailable=unavailable
+    )
+    with submission:
+        report.checks = run_checks(exercise, submission, base_seed, only).results
+        if reason is None:
+            report.status = submission.status
         report.messages += [
             f"{label} raised {error}" for label, error in submission.cell_errors.items()
         ]
@@ -110,8 +131,15 @@ def grade_notebook(
     return report
 
 
-def _invalid(exercise: str, reason: str, started: float) -> GradeReport:
-    report = GradeReport(exercise, status="invalid_notebook", messages=[reason])
-    report.checks = []
-    report.execution_time = time.monotonic() - started
-    return report
+def grade_notebook(path: Path | str, *, exercise: str | None = None, **options) -> GradeReport:
+    """Grade the notebook at `path` for its exercise. A file that cannot be graded as that
+    exercise's notebook is a graded outcome: every check fails with the reason."""
+    path = Path(path)
+    notebook, reason = None, None
+    try:
+        notebook = read_json(path)
+    except InvalidNotebook as error:
+        reason = str(error)
+    chosen = choose_exercise(path, notebook, exercise)
+    loaded, reason = load_notebook(notebook, chosen, reason)
+    return grade_loaded(loaded, reason=reason, **options)

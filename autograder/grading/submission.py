@@ -183,10 +183,13 @@ class Submission:
         try:
             return decoder.decode(data)
         except (wire.ProtocolError, RecursionError, ValueError, TypeError) as error:
-            raise StudentError("the submission", {"type": "InvalidValue", "message": str(error)})
+            raise StudentError(
+                "the submission", {"type": "InvalidValue", "message": str(error)}
+            ) from None
 
-    def _request(self, header: dict, blobs=(), *, what: str, timeout: float | None = None,
-                 full: bool = False):
+    def _request(
+        self, header: dict, blobs=(), *, what: str, timeout: float | None = None, full: bool = False
+    ):
         sandbox = self._ensure()
         try:
             response, out_blobs = sandbox.request(
@@ -200,8 +203,17 @@ class Submission:
         value = self._decode(response.get("value"), out_blobs)
         return (value, response) if full else value
 
-    def _call(self, target: dict, method: str | None, args, kwargs, *, timeout=None,
-              record_warnings: bool = False, what: str | None = None):
+    def _call(
+        self,
+        target: dict,
+        method: str | None,
+        args,
+        kwargs,
+        *,
+        timeout=None,
+        record_warnings: bool = False,
+        what: str | None = None,
+    ):
         encoder = wire.Encoder()
         header = {
             "op": "call",
@@ -233,12 +245,17 @@ class Submission:
         """Rebind a global of the student's notebook (e.g. swap a function for a stub)."""
         encoder = wire.Encoder()
         data = encoder.encode(value)
-        self._request({"op": "setattr", "target": {"$module": "__main__"}, "name": name,
-                       "value": data}, encoder.blobs, what=f"setting {name}")
+        self._request(
+            {"op": "setattr", "target": {"$module": "__main__"}, "name": name, "value": data},
+            encoder.blobs,
+            what=f"setting {name}",
+        )
 
     def module_getattr(self, name: str):
-        return self._request({"op": "getattr", "target": {"$module": "__main__"}, "name": name},
-                             what=f"reading {name}")
+        return self._request(
+            {"op": "getattr", "target": {"$module": "__main__"}, "name": name},
+            what=f"reading {name}",
+        )
 
     def seed(self, seed: int) -> None:
         """Seed Python's, NumPy's and (if imported) torch's global RNGs in the child."""

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-
 _BOUND: dict[tuple[str, str], Callable] = {}
 
 

@@ -11,42 +11,60 @@ from reference.ex1_numpy_attention import softmax
 CATALOGUE = Catalogue("ex1_numpy_attention")
 
 
-@CATALOGUE.mistake("uniform_not_normal", "Q, K, V were drawn from a uniform distribution "
-                   "instead of the standard normal", check="test_make_qkv_seeded_standard_normal")
+@CATALOGUE.mistake(
+    "uniform_not_normal",
+    "Q, K, V were drawn from a uniform distribution instead of the standard normal",
+    check="test_make_qkv_seeded_standard_normal",
+)
 def make_qkv(seq_len=4, d_k=8, seed=0):
     rng = np.random.default_rng(seed)
     return tuple(rng.random((seq_len, d_k)) for _ in range(3))
 
 
-@CATALOGUE.mistake("identical_qkv", "Q, K and V are the same matrix (the generator was "
-                   "re-seeded for each one)", check="test_make_qkv_seeded_standard_normal")
+@CATALOGUE.mistake(
+    "identical_qkv",
+    "Q, K and V are the same matrix (the generator was re-seeded for each one)",
+    check="test_make_qkv_seeded_standard_normal",
+)
 def make_qkv(seq_len=4, d_k=8, seed=0):
     return tuple(np.random.default_rng(seed).standard_normal((seq_len, d_k)) for _ in range(3))
 
 
-@CATALOGUE.mistake("unstable_softmax", "the softmax overflows for large logits: subtract the "
-                   "maximum before np.exp", check="test_softmax_stable_for_large_logits")
+@CATALOGUE.mistake(
+    "unstable_softmax",
+    "the softmax overflows for large logits: subtract the maximum before np.exp",
+    check="test_softmax_stable_for_large_logits",
+)
 def softmax(x, axis=-1):
     exps = np.exp(x)
     return exps / np.sum(exps, axis=axis, keepdims=True)
 
 
-@CATALOGUE.mistake("softmax_ignores_axis", "the softmax always normalises the last axis and "
-                   "ignores `axis`", check="test_softmax_matches_reference")
+@CATALOGUE.mistake(
+    "softmax_ignores_axis",
+    "the softmax always normalises the last axis and ignores `axis`",
+    check="test_softmax_matches_reference",
+)
 def softmax(x, axis=-1):
     exps = np.exp(x - np.max(x, axis=-1, keepdims=True))
     return exps / np.sum(exps, axis=-1, keepdims=True)
 
 
-@CATALOGUE.mistake("softmax_global_sum", "the softmax divides by the sum of the whole array, "
-                   "not of each slice along `axis`", check="test_softmax_matches_reference")
+@CATALOGUE.mistake(
+    "softmax_global_sum",
+    "the softmax divides by the sum of the whole array, not of each slice along `axis`",
+    check="test_softmax_matches_reference",
+)
 def softmax(x, axis=-1):
     exps = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return exps / np.sum(exps)
 
 
-@CATALOGUE.mistake("no_sqrt_scaling", "the scores were not divided by sqrt(d_k)",
-                   check="test_sdpa_single_head_matches_reference")
+@CATALOGUE.mistake(
+    "no_sqrt_scaling",
+    "the scores were not divided by sqrt(d_k)",
+    check="test_sdpa_single_head_matches_reference",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2)
     if mask is not None:
@@ -55,8 +73,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("divided_by_d_k", "the scores were divided by d_k instead of sqrt(d_k)",
-                   check="test_sdpa_single_head_matches_reference")
+@CATALOGUE.mistake(
+    "divided_by_d_k",
+    "the scores were divided by d_k instead of sqrt(d_k)",
+    check="test_sdpa_single_head_matches_reference",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1]
     if mask is not None:
@@ -65,9 +86,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("softmax_over_queries", "the softmax ran over the queries (axis -2) "
-                   "instead of the keys (the last axis)",
-                   check="test_sdpa_single_head_matches_reference")
+@CATALOGUE.mistake(
+    "softmax_over_queries",
+    "the softmax ran over the queries (axis -2) instead of the keys (the last axis)",
+    check="test_sdpa_single_head_matches_reference",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
     if mask is not None:
@@ -76,9 +99,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("transpose_all_axes", "K.T reverses every axis of a batched array; swap "
-                   "only the last two (np.swapaxes(K, -1, -2))",
-                   check="test_sdpa_batched_inputs")
+@CATALOGUE.mistake(
+    "transpose_all_axes",
+    "K.T reverses every axis of a batched array; swap only the last two (np.swapaxes(K, -1, -2))",
+    check="test_sdpa_batched_inputs",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ K.T / np.sqrt(Q.shape[-1])
     if mask is not None:
@@ -87,8 +112,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("mask_polarity_reversed", "the mask was applied the wrong way round: True "
-                   "means 'may attend'", check="test_sdpa_bool_mask_blocks_positions")
+@CATALOGUE.mistake(
+    "mask_polarity_reversed",
+    "the mask was applied the wrong way round: True means 'may attend'",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
     if mask is not None:
@@ -97,8 +125,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("masked_fill_zero", "blocked scores were set to 0 instead of -inf, so "
-                   "blocked positions still get weight", check="test_sdpa_bool_mask_blocks_positions")
+@CATALOGUE.mistake(
+    "masked_fill_zero",
+    "blocked scores were set to 0 instead of -inf, so blocked positions still get weight",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
     if mask is not None:
@@ -107,8 +138,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("mask_after_softmax", "the mask was applied after the softmax, so the "
-                   "remaining weights no longer sum to 1", check="test_sdpa_bool_mask_blocks_positions")
+@CATALOGUE.mistake(
+    "mask_after_softmax",
+    "the mask was applied after the softmax, so the remaining weights no longer sum to 1",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
     weights = softmax(scores, axis=-1)
@@ -117,8 +151,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return weights @ V, weights
 
 
-@CATALOGUE.mistake("torch_inside_numpy", "scaled_dot_product_attention uses PyTorch; this "
-                   "exercise asks for NumPy only", check="test_sdpa_uses_numpy_only")
+@CATALOGUE.mistake(
+    "torch_inside_numpy",
+    "scaled_dot_product_attention uses PyTorch; this exercise asks for NumPy only",
+    check="test_sdpa_uses_numpy_only",
+)
 def scaled_dot_product_attention(Q, K, V, mask=None):
     q, k, v = torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V)
     scores = q @ k.transpose(-2, -1) / np.sqrt(Q.shape[-1])
@@ -128,14 +165,20 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
     return (weights @ v).numpy(), weights.numpy()
 
 
-@CATALOGUE.mistake("diff_hardcoded", "max_abs_diff_vs_torch does not really compare with "
-                   "PyTorch", check="test_max_abs_diff_compares_with_torch")
+@CATALOGUE.mistake(
+    "diff_hardcoded",
+    "max_abs_diff_vs_torch does not really compare with PyTorch",
+    check="test_max_abs_diff_compares_with_torch",
+)
 def max_abs_diff_vs_torch(Q, K, V, mask=None):
     return 0.0
 
 
-@CATALOGUE.mistake("diff_without_abs", "the difference was not taken in absolute value",
-                   check="test_max_abs_diff_compares_with_torch")
+@CATALOGUE.mistake(
+    "diff_without_abs",
+    "the difference was not taken in absolute value",
+    check="test_max_abs_diff_compares_with_torch",
+)
 def max_abs_diff_vs_torch(Q, K, V, mask=None):
     ours, _ = scaled_dot_product_attention(Q, K, V, mask)
     attn_mask = None if mask is None else torch.from_numpy(np.asarray(mask, dtype=bool))
@@ -145,18 +188,22 @@ def max_abs_diff_vs_torch(Q, K, V, mask=None):
     return float(np.max(ours - theirs.numpy()))
 
 
-@CATALOGUE.mistake("variance_scaled_by_d_k", "the scaled scores were divided by d_k, not "
-                   "sqrt(d_k), so their variance is about 1/d_k",
-                   check="test_score_variance_close_to_d_k_and_one")
+@CATALOGUE.mistake(
+    "variance_scaled_by_d_k",
+    "the scaled scores were divided by d_k, not sqrt(d_k), so their variance is about 1/d_k",
+    check="test_score_variance_close_to_d_k_and_one",
+)
 def score_variance(d_k, n_samples=10_000, seed=0):
     rng = np.random.default_rng(seed)
     dots = np.sum(rng.standard_normal((n_samples, d_k)) * rng.standard_normal((n_samples, d_k)), 1)
     return float(np.var(dots)), float(np.var(dots / d_k))
 
 
-@CATALOGUE.mistake("variance_ignores_seed", "score_variance ignores its seed (same seed must "
-                   "give the same numbers, another seed others)",
-                   check="test_score_variance_uses_its_arguments")
+@CATALOGUE.mistake(
+    "variance_ignores_seed",
+    "score_variance ignores its seed (same seed must give the same numbers, another seed others)",
+    check="test_score_variance_uses_its_arguments",
+)
 def score_variance(d_k, n_samples=10_000, seed=0):
     q = np.random.standard_normal((n_samples, d_k))
     k = np.random.standard_normal((n_samples, d_k))

@@ -1,1 +1,1 @@
-"""Run untrusted notebook code in a child process under limits; talk to it over a private channel."""
+"""Run untrusted notebook code in a child process under limits, over a private channel."""

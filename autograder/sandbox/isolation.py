@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from functools import cache
 
 NAMESPACE_FLAGS = (
-    "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc",
+    "--user",
+    "--map-root-user",
+    "--net",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount",
+    "--mount-proc",
 )
 
 
@@ -47,7 +54,9 @@ def _namespaces_work() -> bool:
     try:
         probe = subprocess.run(
             [unshare, *NAMESPACE_FLAGS, sys.executable, "-c", "import os; print(os.getpid())"],
-            capture_output=True, text=True, timeout=20,
+            capture_output=True,
+            text=True,
+            timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -64,8 +73,14 @@ def detect() -> Isolation:
 
 def readable_paths() -> list[str]:
     """Where the child may read and execute: the Python installation and system libraries."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             os.path.dirname(os.path.realpath(sys.executable)), *site.getsitepackages()}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *site.getsitepackages(),
+    }
     paths |= {os.path.realpath(path) for path in paths}
     system = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev"]
     return sorted(path for path in paths | set(system) if os.path.exists(path))

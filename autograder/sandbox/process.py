@@ -120,8 +120,13 @@ class Sandbox:
         self._response_read, response_write = os.pipe()
         self._output_read, output_write = os.pipe()
         config = {
-            "argv": [sys.executable, "-s", str(runtime / "child.py"),
-                     str(request_read), str(response_write)],
+            "argv": [
+                sys.executable,
+                "-s",
+                str(runtime / "child.py"),
+                str(request_read),
+                str(response_write),
+            ],
             "cwd": str(self.workdir),
             "env": self._environment(),
             "pass_fds": [request_read, response_write],
@@ -129,7 +134,8 @@ class Sandbox:
             "rlimits": self.limits.rlimits(),
             "landlock": (
                 {"read": isolation.readable_paths(), "write": [str(self.workdir), os.devnull]}
-                if self.isolation.landlock_abi else None
+                if self.isolation.landlock_abi
+                else None
             ),
         }
         command = [*self.isolation.command_prefix(), sys.executable, "-s", str(SUPERVISOR)]
@@ -162,9 +168,16 @@ class Sandbox:
 
     def _environment(self) -> dict[str, str]:
         work = str(self.workdir)
-        single_thread = {name: "1" for name in (
-            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS",
-            "VECLIB_MAXIMUM_THREADS")}
+        single_thread = {
+            name: "1"
+            for name in (
+                "OMP_NUM_THREADS",
+                "MKL_NUM_THREADS",
+                "OPENBLAS_NUM_THREADS",
+                "NUMEXPR_NUM_THREADS",
+                "VECLIB_MAXIMUM_THREADS",
+            )
+        }
         return {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": f"{work}/home",

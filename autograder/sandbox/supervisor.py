@@ -82,8 +82,16 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str]) -> int:
             if not os.path.isdir(path):
                 allowed &= file_rights | (FS_IOCTL_DEV if abi >= 5 else 0)
             rule = PathBeneathAttr(allowed, fd)
-            if libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
-                            ctypes.byref(rule), 0) < 0:
+            if (
+                libc.syscall(
+                    SYS_LANDLOCK_ADD_RULE,
+                    ruleset,
+                    LANDLOCK_RULE_PATH_BENEATH,
+                    ctypes.byref(rule),
+                    0,
+                )
+                < 0
+            ):
                 error = ctypes.get_errno()
                 os.close(fd)
                 raise OSError(error, f"landlock_add_rule failed for {path}")
@@ -177,7 +185,7 @@ def start_child(config: dict, ruleset: int | None) -> int:
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         os.execve(config["argv"][0], config["argv"], config["env"])
-    except BaseException as error:  # noqa: BLE001 - report anything, never return to the caller
+    except BaseException as error:  # noqa: BLE001 - report anything, never return
         os.write(2, f"sandbox child failed to start: {error!r}\n".encode())
     os._exit(127)
 

@@ -188,7 +188,7 @@ def describe(error: BaseException) -> dict:
     lines = traceback.format_list(student[-5:]) if student else []
     try:
         message = str(error)
-    except BaseException:  # noqa: BLE001
+    except BaseException:  # noqa: BLE001 - a student's __str__ may do anything
         message = "<unprintable>"
     return {
         "type": type(error).__name__,

@@ -179,7 +179,9 @@ class Decoder:
         if "$tensor" in data:
             array = npy_to_array(self._blob(data["$tensor"]))
             if self.tensor is not None:
-                return self.tensor(array, str(data.get("dtype", "")), bool(data.get("requires_grad")))
+                return self.tensor(
+                    array, str(data.get("dtype", "")), bool(data.get("requires_grad"))
+                )
             return array
         if "$torchdtype" in data:
             import torch

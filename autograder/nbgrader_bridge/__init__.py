@@ -1,0 +1,1 @@
+"""nbgrader integration: preprocessors for `nbgrader autograde`, parallel batches, the demo."""

@@ -1,0 +1,144 @@
+"""`attn-grade autograde`: grade every submitted notebook of a course, in parallel, through
+nbgrader's own autograde.
+
+Phase 1 grades the notebooks with the sandboxed checks in N worker processes (the expensive
+part). Phase 2 runs nbgrader's autograde for each submission, one at a time (the gradebook is
+written by one process only); its GradeWithChecks preprocessor takes the phase-1 report when
+the sanitized notebook has the same program, and grades it itself otherwise, so the results
+are those of a serial run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.exercises import EXERCISES
+from autograder.nbgrader_bridge.course_api import CourseError, nbgrader_api
+
+
+@dataclass(frozen=True)
+class Submitted:
+    exercise: str
+    student: str
+    path: Path
+
+
+def find_submissions(course: Path, exercises: list[str]) -> list[Submitted]:
+    found = []
+    for exercise in exercises:
+        for path in sorted((course / "submitted").glob(f"*/{exercise}/{exercise}.ipynb")):
+            found.append(Submitted(exercise, path.parent.parent.name, path))
+    return found
+
+
+def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
+    """Worker: (key, report, "") for a readable notebook, (None, None, reason) otherwise."""
+    from autograder.grading.notebook import InvalidNotebook, program_of, read_json
+    from autograder.grading.runner import grade_loaded
+    from autograder.nbgrader_bridge.preprocessors import report_key
+
+    try:
+        loaded = program_of(read_json(Path(path)), exercise)
+    except InvalidNotebook as error:
+        return None, None, str(error)
+    report = grade_loaded(loaded, student=student)
+    return report_key(exercise, student, loaded.program), report.to_dict(), ""
+
+
+class Progress:
+    def __init__(self, total: int, label: str):
+        self.total, self.done, self.label = total, 0, label
+        self.started = time.monotonic()
+
+    def step(self, text: str) -> None:
+        self.done += 1
+        width = 24
+        filled = width * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (width - filled)
+        elapsed = time.monotonic() - self.started
+        line = f"{self.label} [{bar}] {self.done}/{self.total} {elapsed:5.1f}s {text}"
+        end = "\r" if sys.stderr.isatty() and self.done < self.total else "\n"
+        print(line.ljust(100)[:100], end=end, file=sys.stderr, flush=True)
+
+
+def zero_grades(api, exercise: str, student: str, reason: str) -> None:
+    """A notebook nbgrader could not process still gets a (zero) grade and no manual flag."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(api.coursedir.db_url) as gradebook:
+        gradebook.update_or_create_submission(exercise, student)
+        notebook = gradebook.find_submission_notebook(exercise, exercise, student)
+        for grade in notebook.grades:
+            grade.auto_score = 0.0
+            grade.needs_manual_grade = False
+        for comment in notebook.comments:
+            comment.auto_comment = f"Not graded: {reason}"
+        gradebook.db.commit()
+
+
+def autograde_course(course: Path, exercises: list[str] | None = None, workers: int = 2) -> int:
+    """Autograde all submissions; print a table. Returns the process exit code."""
+    from autograder.nbgrader_bridge import preprocessors
+
+    try:
+        api = nbgrader_api(course)
+    except CourseError as error:
+        print(f"attn-grade autograde: {error}", file=sys.stderr)
+        return 2
+    submissions = find_submissions(Path(course), exercises or list(EXERCISES))
+    if not submissions:
+        print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
+        return 0
+    unreadable: dict[tuple[str, str], str] = {}
+    if workers > 1:
+        progress = Progress(len(submissions), "grading ")
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {
+                pool.submit(precompute, s.exercise, s.student, str(s.path)): s for s in submissions
+            }
+            for future in as_completed(futures):
+                item = futures[future]
+                key, report, reason = future.result()
+                if key is None:
+                    unreadable[(item.exercise, item.student)] = reason
+                    progress.step(f"{item.student}/{item.exercise}: not gradable")
+                else:
+                    preprocessors.PRECOMPUTED[key] = report
+                    score = sum(c["max_points"] for c in report["checks"] if c["passed"])
+                    progress.step(f"{item.student}/{item.exercise}: {score:g}/8")
+    progress = Progress(len(submissions), "nbgrader")
+    outcomes = {}
+    for item in submissions:
+        reason = unreadable.get((item.exercise, item.student))
+        if reason is None:
+            result = api.autograde(item.exercise, item.student, force=True, create=True)
+            if not result.get("success"):
+                reason = "nbgrader could not process the notebook (see the log)"
+                print(result.get("error") or result.get("log", ""), file=sys.stderr)
+        if reason is not None:
+            zero_grades(api, item.exercise, item.student, reason)
+        outcomes[(item.exercise, item.student)] = reason
+        progress.step(f"{item.student}/{item.exercise}" + (f": {reason}" if reason else ""))
+    preprocessors.PRECOMPUTED.clear()
+    print(score_table(api, submissions, outcomes))
+    return 0
+
+
+def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
+    from nbgrader.api import Gradebook
+
+    rows = [f"{'student':<12} {'exercise':<28} {'auto':>9}  manual      note"]
+    with Gradebook(api.coursedir.db_url) as gradebook:
+        for item in submissions:
+            submission = gradebook.find_submission(item.exercise, item.student)
+            manual = "pending" if submission.needs_manual_grade else "-"
+            note = outcomes.get((item.exercise, item.student)) or ""
+            auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
+            rows.append(f"{item.student:<12} {item.exercise:<28} {auto:>9}  {manual:<10}  {note}")
+    return "\n".join(rows)

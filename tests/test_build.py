@@ -1,0 +1,85 @@
+"""Built notebooks: valid for nbformat and nbgrader, identical structure in en and ko, and a
+release that carries no reference code."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+from autograder.build import solutions
+from autograder.build.cells import TemplateError, parse_cells
+from autograder.build.render import render_cells
+from autograder.exercises import AUTO_POINTS, MANUAL_POINTS, reference_module
+from tests.conftest import exercise_params, source_notebook
+
+HANGUL = re.compile(r"[\uac00-\ud7a3]")
+
+
+def structure(cells):
+    return [(c.role, c.grade_id, c.points, c.source if c.is_code else None) for c in cells]
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_source_notebook_is_valid_for_nbformat_and_nbgrader(exercise):
+    notebook = source_notebook(exercise)
+    nbformat.validate(notebook)
+    MetadataValidatorV3().validate_nb(notebook)
+    assert notebook.metadata["attn_grade"]["exercise"] == exercise
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_points_are_8_auto_and_2_manual(exercise):
+    cells = render_cells(exercise)
+    assert sum(c.points for c in cells if c.role == "check") == AUTO_POINTS
+    assert [c.points for c in cells if c.role == "answer"] == [MANUAL_POINTS]
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_one_solution_cell_per_contract_name(exercise):
+    names = solutions.public_names(reference_module(exercise))
+    cells = [c.grade_id for c in render_cells(exercise) if c.role == "solution"]
+    assert sorted(cells) == sorted(names)
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_en_and_ko_have_identical_cells_except_prose(exercise):
+    english, korean = render_cells(exercise, "en"), render_cells(exercise, "ko")
+    assert structure(english) == structure(korean)
+    prose = [c.source for c in korean if not c.is_code]
+    assert all(HANGUL.search(text) for text in prose), "every Korean prose cell has Hangul"
+    assert not any(HANGUL.search(c.source) for c in english)
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_release_holds_no_reference_code(exercise, release_of):
+    release = json.loads(release_of(exercise).read_text())
+    text = "\n".join(
+        "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        for cell in release["cells"]
+    )
+    lines = {line.strip() for line in text.splitlines()}
+    leaked = solutions.hidden_body_lines(reference_module(exercise)) & lines
+    assert not leaked, leaked
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN", "MARK SCHEME"):
+        assert marker not in text
+    model_answer = next(c.source for c in render_cells(exercise) if c.role == "answer")
+    assert model_answer.splitlines()[0] not in text
+    stubs = [c for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
+    code_stubs = [c for c in stubs if c["cell_type"] == "code"]
+    assert code_stubs and all("raise NotImplementedError()" in "".join(c["source"])
+                              for c in code_stubs)
+
+
+def test_template_format_errors_are_reported():
+    with pytest.raises(TemplateError, match="duplicate grade ids"):
+        parse_cells("#%% solution f\nx\n#%% solution f\ny\n")
+    with pytest.raises(TemplateError, match="points belong"):
+        parse_cells("#%% solution f points=2\nx\n")
+    with pytest.raises(TemplateError, match="malformed"):
+        parse_cells("#%% solution f g h\n")
+    with pytest.raises(TemplateError, match="needs a grade id"):
+        parse_cells("#%% check\nx\n")
