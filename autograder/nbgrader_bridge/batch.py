@@ -50,6 +50,38 @@ def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict
     return report_key(exercise, student, loaded.program), report.to_dict(), ""
 
 
+def unreadable_reason(path: Path) -> str | None:
+    """Why nbgrader cannot even open this notebook (None when it can)."""
+    from autograder.grading.notebook import InvalidNotebook, read_json
+
+    try:
+        read_json(path)
+    except InvalidNotebook as error:
+        return str(error)
+    return None
+
+
+def precompute_in_parallel(submissions: list[Submitted], workers: int) -> None:
+    """Phase 1: grade in worker processes; reports go to GradeWithChecks' PRECOMPUTED."""
+    from autograder.nbgrader_bridge import preprocessors
+
+    progress = Progress(len(submissions), "grading ")
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {
+            pool.submit(precompute, s.exercise, s.student, str(s.path)): s for s in submissions
+        }
+        for future in as_completed(futures):
+            item = futures[future]
+            key, report, reason = future.result()
+            if key is None:
+                progress.step(f"{item.student}/{item.exercise}: {reason}")
+                continue
+            preprocessors.PRECOMPUTED[key] = report
+            score = sum(c["max_points"] for c in report["checks"] if c["passed"])
+            progress.step(f"{item.student}/{item.exercise}: {score:g}/8")
+
+
 class Progress:
     def __init__(self, total: int, label: str):
         self.total, self.done, self.label = total, 0, label
@@ -94,24 +126,14 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
     if not submissions:
         print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
         return 0
-    unreadable: dict[tuple[str, str], str] = {}
-    if workers > 1:
-        progress = Progress(len(submissions), "grading ")
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {
-                pool.submit(precompute, s.exercise, s.student, str(s.path)): s for s in submissions
-            }
-            for future in as_completed(futures):
-                item = futures[future]
-                key, report, reason = future.result()
-                if key is None:
-                    unreadable[(item.exercise, item.student)] = reason
-                    progress.step(f"{item.student}/{item.exercise}: not gradable")
-                else:
-                    preprocessors.PRECOMPUTED[key] = report
-                    score = sum(c["max_points"] for c in report["checks"] if c["passed"])
-                    progress.step(f"{item.student}/{item.exercise}: {score:g}/8")
+    unreadable = {
+        (s.exercise, s.student): reason
+        for s in submissions
+        if (reason := unreadable_reason(s.path))
+    }
+    readable = [s for s in submissions if (s.exercise, s.student) not in unreadable]
+    if workers > 1 and readable:
+        precompute_in_parallel(readable, workers)
     progress = Progress(len(submissions), "nbgrader")
     outcomes = {}
     for item in submissions:

@@ -1,0 +1,67 @@
+"""Helpers for tests that drive a real nbgrader course."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder.build.course import tool_env
+from autograder.nbgrader_bridge.demo import student_notebook
+
+
+def nbgrader(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The real nbgrader command line."""
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=cwd,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+    )
+    if check:
+        assert done.returncode == 0, f"nbgrader {' '.join(args)}:\n{done.stdout}{done.stderr}"
+    return done
+
+
+def attn_grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autograder.cli", *args],
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+    )
+
+
+def submission_text(release: Path, exercise: str, student: str) -> str:
+    """alice: the reference; bob: one catalogued mistake; carol: blank (see demo.py)."""
+    return json.dumps(student_notebook(json.loads(release.read_text()), exercise, student))
+
+
+def html_lines(path: Path) -> set[str]:
+    text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
+    return {line.strip() for line in text.splitlines() if line.strip()}
+
+
+def scores(db: Path, exercise: str) -> dict[str, dict[str, float | None]]:
+    """student -> grade id -> auto score, read from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    found: dict[str, dict[str, float | None]] = {}
+    with Gradebook(f"sqlite:///{db}") as gradebook:
+        for submission in gradebook.assignment_submissions(exercise):
+            for notebook in submission.notebooks:
+                found[submission.student.id] = {g.name: g.auto_score for g in notebook.grades}
+    return found
+
+
+def notebook_lines(path: Path) -> set[str]:
+    """Stripped lines of every cell's source."""
+    lines = set()
+    for cell in json.loads(path.read_text())["cells"]:
+        source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        lines |= {line.strip() for line in source.splitlines() if line.strip()}
+    return lines

@@ -1,0 +1,77 @@
+"""Batches: broken notebooks never stop the others, and parallel grading equals serial."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from tests.nbgrader_helpers import attn_grade, nbgrader, scores, submission_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.ex1]
+EXERCISE = "ex1_numpy_attention"
+
+
+def tampered(reference: dict) -> dict[str, str]:
+    """Submissions that are broken in the ways students break notebooks."""
+    schema = copy.deepcopy(reference)
+    cells = [c for c in schema["cells"] if "nbgrader" in c["metadata"]]
+    cells[0]["metadata"]["nbgrader"]["schema_version"] = 99
+    check = next(c for c in cells if c["metadata"]["nbgrader"].get("grade"))
+    check["metadata"]["nbgrader"]["points"] = 100
+    duplicated = copy.deepcopy(reference)
+    index = next(i for i, c in enumerate(duplicated["cells"])
+                 if c["metadata"].get("nbgrader", {}).get("grade"))
+    duplicated["cells"].insert(index, copy.deepcopy(duplicated["cells"][index]))
+    return {
+        "notjson": "{ this is not a notebook",
+        "schema99": json.dumps(schema),
+        "duplicated": json.dumps(duplicated),
+    }
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = tmp_path_factory.mktemp("batch") / "course"
+    built = attn_grade("build", EXERCISE, "--course", str(course))
+    assert built.returncode == 0, built.stderr
+    release = course / "release" / EXERCISE / f"{EXERCISE}.ipynb"
+    submissions = {s: submission_text(release, EXERCISE, s) for s in ("alice", "bob", "carol")}
+    submissions.update(tampered(json.loads(submissions["alice"])))
+    for student, text in submissions.items():
+        path = course / "submitted" / student / EXERCISE / f"{EXERCISE}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    return course
+
+
+def totals(course) -> dict[str, float]:
+    return {
+        student: sum(v or 0 for gid, v in cells.items() if not gid.startswith("answer"))
+        for student, cells in scores(course / "gradebook.db", EXERCISE).items()
+    }
+
+
+def test_nbgrader_autograde_keeps_going_past_broken_notebooks(course):
+    done = nbgrader(course, "autograde", EXERCISE, check=False)
+    graded = totals(course)
+    assert graded["alice"] == graded["schema99"] == graded["duplicated"] == 8, done.stderr
+    assert 0 < graded["bob"] < 8
+    assert graded["carol"] == 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
+    done = attn_grade("autograde", EXERCISE, "--course", str(course), "--workers", str(workers))
+    assert done.returncode == 0, done.stderr
+    graded = scores(course / "gradebook.db", EXERCISE)
+    assert totals(course) == {"alice": 8, "bob": totals(course)["bob"], "carol": 0,
+                              "notjson": 0, "schema99": 8, "duplicated": 8}
+    assert 0 < totals(course)["bob"] < 8
+    assert all(score == 0 for score in graded["notjson"].values())
+    if workers == 2:
+        assert graded == pytest.serial_scores  # type: ignore[attr-defined]
+    else:
+        pytest.serial_scores = graded  # type: ignore[attr-defined]
+    assert "notjson" in done.stdout and "not valid JSON" in done.stdout
