@@ -59,7 +59,8 @@ def kv_cache_bytes(
     batch_size: int = 1,
     bytes_per_element: int = 2,
 ) -> int:
-    """Bytes needed to cache K and V for `seq_len` positions."""
+    """Bytes needed to cache both K and V for `seq_len` positions of each of `batch_size`
+    sequences in each of `n_layers` layers, at `bytes_per_element` bytes per number."""
     return 2 * n_layers * batch_size * seq_len * n_kv_heads * head_dim * bytes_per_element
 
 

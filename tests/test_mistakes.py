@@ -40,3 +40,10 @@ def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path):
     assert not result.passed, f"{mistake_id} was not caught by {mistake.check}"
     assert result.mistake == mistake_id, result.message
     assert mistake.description in result.message
+
+
+def test_every_mistake_has_its_own_source():
+    """Several mistakes share a class/function name; each must still carry its own code."""
+    for exercise in EXERCISES:
+        sources = [mistake.source for mistake in catalogue_for(exercise)]
+        assert len(set(sources)) == len(sources), exercise

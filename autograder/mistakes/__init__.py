@@ -9,6 +9,7 @@ names it. tests/test_mistakes.py proves each is caught by the check named here.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import textwrap
@@ -19,6 +20,22 @@ from dataclasses import dataclass
 import numpy as np
 
 _BOUND: dict[tuple[str, str], Callable] = {}
+
+
+def _definition_source(implementation: Callable) -> str:
+    """The source of a function or class. For a class, inspect.getsource (Python 3.11) returns
+    the *first* class of that name in the module, and a catalogue defines many classes under
+    one name: find the class definition that holds one of its methods instead."""
+    methods = [f for f in vars(implementation).values() if inspect.isfunction(f)]
+    if not inspect.isclass(implementation) or not methods:
+        return inspect.getsource(implementation)
+    line = methods[0].__code__.co_firstlineno
+    source = inspect.getsource(inspect.getmodule(implementation))
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.ClassDef) and node.name == implementation.__name__
+                and node.lineno <= line <= node.end_lineno):
+            return ast.get_source_segment(source, node, padded=True)
+    return inspect.getsource(implementation)
 
 
 @dataclass(frozen=True)
@@ -32,7 +49,7 @@ class Mistake:
     @property
     def source(self) -> str:
         """The implementation's source without the registering decorator."""
-        lines = textwrap.dedent(inspect.getsource(self.implementation)).splitlines()
+        lines = textwrap.dedent(_definition_source(self.implementation)).splitlines()
         start = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
         return "\n".join(lines[start:]) + "\n"
 

@@ -1,0 +1,41 @@
+"""`attn-grade demo` runs the course cycle (here on one exercise, to keep the suite fast)."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from autograder.exercises import EXERCISES
+from autograder.mistakes import catalogue_for
+from autograder.nbgrader_bridge.demo import DEMO_MISTAKES
+from tests.nbgrader_helpers import attn_grade
+
+pytestmark = [pytest.mark.slow, pytest.mark.ex1]
+
+
+def test_every_exercise_has_its_demo_mistake():
+    assert set(DEMO_MISTAKES) == set(EXERCISES)
+    for exercise, mistake_id in DEMO_MISTAKES.items():
+        assert catalogue_for(exercise)[mistake_id]
+
+
+def test_demo_cycle_on_one_exercise(tmp_path):
+    course = tmp_path / "demo"
+    done = attn_grade("demo", "ex1", "--course", str(course), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(
+        (course / "grades.csv").open())}
+    assert rows["alice"] == 8 and rows["carol"] == 0 and 0 < rows["bob"] < 8
+    for student in ("alice", "bob", "carol"):
+        assert (course / "feedback" / student / EXERCISES[0] / f"{EXERCISES[0]}.html").exists()
+    assert "alice" in done.stdout and "feedback" in done.stdout
+    again = attn_grade("demo", "ex1", "--course", str(course))
+    assert again.returncode == 0, "a demo course is rebuilt from scratch"
+
+
+def test_demo_refuses_to_overwrite_another_directory(tmp_path):
+    (tmp_path / "precious.txt").write_text("keep me")
+    done = attn_grade("demo", "ex1", "--course", str(tmp_path))
+    assert done.returncode != 0
+    assert (tmp_path / "precious.txt").read_text() == "keep me"

@@ -1,0 +1,23 @@
+"""The README's two fresh-machine commands are the ones CI and newcomers actually run."""
+
+from __future__ import annotations
+
+import re
+
+from autograder.exercises import PROJECT_ROOT
+
+
+def readme_commands() -> list[str]:
+    text = (PROJECT_ROOT / "README.md").read_text()
+    return re.findall(r"```(?:bash|sh)\n(.*?)\n```", text, flags=re.S)[:2]
+
+
+def test_readme_opens_with_demo_and_test_commands():
+    demo, tests = readme_commands()
+    assert demo.strip().endswith("attn-grade demo")
+    assert "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (PROJECT_ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1].strip() == readme_commands()[1].strip()
