@@ -120,6 +120,7 @@ def grade_loaded(
         loaded.program, limits or Limits(), budget or Budget(), unavailable=unavailable
     )
     with submission:
+        submission.start_in_background()
         report.checks = run_checks(exercise, submission, base_seed, only).results
         if reason is None:
             report.status = submission.status

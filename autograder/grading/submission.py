@@ -7,6 +7,7 @@ memory, crash), it is restarted without the cell that killed it, at most `max_re
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -107,6 +108,7 @@ class Submission:
     isolation: str = ""
     started_at: float = field(default_factory=time.monotonic)
     unavailable: str | None = None  # set for a notebook that cannot run at all: every call fails
+    _starter: threading.Thread | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
     def _record(self, died: SandboxDied, where: str) -> None:
@@ -114,7 +116,24 @@ class Submission:
             self.status = died.status
         self.events.append(f"{where}: {died.detail} [{died.status}]")
 
-    def _ensure(self) -> Sandbox:
+    def start_in_background(self) -> None:
+        """Start the sandbox and run the program while the caller does other work (the parent
+        imports torch and the checks meanwhile); the first request waits for it."""
+        if self.unavailable or self._starter is not None:
+            return
+        self._starter = threading.Thread(target=self._start_quietly, daemon=True)
+        self._starter.start()
+
+    def _start_quietly(self) -> None:
+        try:
+            self._ensure(background=True)
+        except Unavailable:
+            pass  # raised again, to the caller, by the first request
+
+    def _ensure(self, background: bool = False) -> Sandbox:
+        if self._starter is not None and not background:
+            self._starter.join()
+            self._starter = None
         if self.unavailable:
             raise Unavailable(self.unavailable)
         while self.sandbox is None or not self.sandbox.alive:
@@ -164,6 +183,9 @@ class Submission:
         self._ensure()
 
     def close(self) -> None:
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
