@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import csv
 import json
 
 import pytest
@@ -75,3 +76,7 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     else:
         pytest.serial_scores = graded  # type: ignore[attr-defined]
     assert "notjson" in done.stdout and "not valid JSON" in done.stdout
+    items = list(csv.DictReader((course / "item_analysis.csv").open()))
+    sdpa = next(row for row in items if row["check"] == "test_sdpa_single_head_matches_reference")
+    assert sdpa["graded"] == "5" and sdpa["passed"] == "3", sdpa  # not carol, not bob
+    assert sdpa["mistakes"] == "no_sqrt_scaling x1"

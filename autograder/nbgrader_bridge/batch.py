@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autograder.exercises import EXERCISES
 from autograder.nbgrader_bridge.course_api import CourseError, nbgrader_api
+from autograder.nbgrader_bridge.item_analysis import format_items, write_item_analysis
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,10 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
         progress.step(f"{item.student}/{item.exercise}" + (f": {reason}" if reason else ""))
     preprocessors.PRECOMPUTED.clear()
     print(score_table(api, submissions, outcomes))
+    rows = write_item_analysis(preprocessors.GRADED, Path(course) / "item_analysis.csv")
+    preprocessors.GRADED.clear()
+    print(f"\nitem analysis ({Path(course) / 'item_analysis.csv'}):")
+    print(format_items(rows))
     return 0
 
 

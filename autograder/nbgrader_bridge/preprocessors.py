@@ -26,6 +26,8 @@ from autograder.grading.text import format_report
 # by report_key(); used only if the sanitized notebook has exactly the same program.
 PRECOMPUTED: dict[str, dict] = {}
 REPORT_CELL_ID = "attn-grade-report"
+# Every report GradeWithChecks wrote in this process, for the batch's item analysis.
+GRADED: list[GradeReport] = []
 
 
 def report_key(exercise: str, student: str, program) -> str:
@@ -140,7 +142,7 @@ class GradeWithChecks(NbGraderPreprocessor):
         report.messages[:0] = notes
         self._write_grade_cells(nb, report)
         self._write_summary(nb, report)
-        resources["attn_grade_report"] = report.to_dict()
+        GRADED.append(report)
         return nb, resources
 
     def _report(self, nb: NotebookNode, exercise: str, student: str) -> GradeReport:
