@@ -25,7 +25,15 @@ def tampered(reference: dict) -> dict[str, str]:
     index = next(i for i, c in enumerate(duplicated["cells"])
                  if c["metadata"].get("nbgrader", {}).get("grade"))
     duplicated["cells"].insert(index, copy.deepcopy(duplicated["cells"][index]))
+    deleted = copy.deepcopy(reference)
+    deleted["cells"] = [c for c in deleted["cells"]
+                        if c["metadata"].get("nbgrader", {}).get("grade_id")
+                        not in ("check_softmax", "demo_attention")]
+    reordered = copy.deepcopy(reference)
+    reordered["cells"].reverse()
     return {
+        "deleted": json.dumps(deleted),
+        "reordered": json.dumps(reordered),
         "notjson": "{ this is not a notebook",
         "schema99": json.dumps(schema),
         "duplicated": json.dumps(duplicated),
@@ -58,6 +66,7 @@ def test_nbgrader_autograde_keeps_going_past_broken_notebooks(course):
     done = nbgrader(course, "autograde", EXERCISE, check=False)
     graded = totals(course)
     assert graded["alice"] == graded["schema99"] == graded["duplicated"] == 8, done.stderr
+    assert graded["deleted"] == graded["reordered"] == 8, done.stderr
     assert 0 < graded["bob"] < 8
     assert graded["carol"] == 0
 
@@ -68,7 +77,8 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     assert done.returncode == 0, done.stderr
     graded = scores(course / "gradebook.db", EXERCISE)
     assert totals(course) == {"alice": 8, "bob": totals(course)["bob"], "carol": 0,
-                              "notjson": 0, "schema99": 8, "duplicated": 8}
+                              "notjson": 0, "schema99": 8, "duplicated": 8, "deleted": 8,
+                              "reordered": 8}
     assert 0 < totals(course)["bob"] < 8
     assert all(score == 0 for score in graded["notjson"].values())
     if workers == 2:
@@ -78,5 +88,9 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     assert "notjson" in done.stdout and "not valid JSON" in done.stdout
     items = list(csv.DictReader((course / "item_analysis.csv").open()))
     sdpa = next(row for row in items if row["check"] == "test_sdpa_single_head_matches_reference")
-    assert sdpa["graded"] == "5" and sdpa["passed"] == "3", sdpa  # not carol, not bob
+    assert sdpa["graded"] == "7" and sdpa["passed"] == "5", sdpa  # not carol, not bob
     assert sdpa["mistakes"] == "no_sqrt_scaling x1"
+    feedback = (course / "autograded" / "deleted" / EXERCISE / f"{EXERCISE}.ipynb").read_text()
+    assert "cells missing from the submission: check_softmax, demo_attention" in feedback
+    tampered_one = (course / "autograded" / "schema99" / EXERCISE / f"{EXERCISE}.ipynb")
+    assert "was edited (points)" in tampered_one.read_text()

@@ -96,10 +96,12 @@ def read_json(path: Path) -> dict:
 
 
 def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
-    """The cells to run, in order, with labels for messages."""
+    """The cells to run, with labels for messages: setup cells first, then the others in
+    notebook order."""
     roles = cell_roles(exercise)
     loaded = LoadedNotebook(exercise)
     seen: dict[str, int] = {}
+    setup: list[ProgramCell] = []
     for index, cell in enumerate(notebook["cells"], start=1):
         if not isinstance(cell, dict):
             raise InvalidNotebook(f"cell {index} is not an object")
@@ -112,7 +114,11 @@ def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
         if role not in RUN_ROLES:
             continue
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
-        loaded.program.append(ProgramCell(label, python_source(_source(cell))))
+        program = setup if role == "setup" else loaded.program
+        program.append(ProgramCell(label, python_source(_source(cell))))
+    # Our setup cells (the imports) run first wherever they ended up, so a notebook whose cells
+    # were moved around still gets its imports before its definitions.
+    loaded.program[:0] = setup
     for grade_id, count in seen.items():
         if count > 1:
             loaded.problems.append(f"grade id {grade_id!r} appears in {count} cells")

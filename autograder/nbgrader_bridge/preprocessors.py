@@ -26,6 +26,7 @@ from autograder.grading.text import format_report
 # by report_key(); used only if the sanitized notebook has exactly the same program.
 PRECOMPUTED: dict[str, dict] = {}
 REPORT_CELL_ID = "attn-grade-report"
+NOTES_KEY = "attn_grade_repairs"
 # Every report GradeWithChecks wrote in this process, for the batch's item analysis.
 GRADED: list[GradeReport] = []
 
@@ -68,7 +69,10 @@ class RepairSubmission(NbGraderPreprocessor):
         return expected
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        notes = resources.setdefault("attn_grade_notes", [])
+        # The notes travel in the notebook's metadata: nbgrader sanitizes and autogrades in two
+        # passes with separate resources. Anything a student put under that key is replaced.
+        notes: list[str] = []
+        nb.metadata[NOTES_KEY] = notes
         try:
             expected = self._expected(resources)
         except (MissingEntry, KeyError) as error:
@@ -126,7 +130,8 @@ class GradeWithChecks(NbGraderPreprocessor):
         if exercise not in EXERCISES:  # not one of ours: run it the way nbgrader would
             return Execute(parent=self.parent, config=self.config).preprocess(nb, resources)
         student = str(resources["nbgrader"].get("student", "anonymous"))
-        notes = list(resources.get("attn_grade_notes", []))
+        notes = nb.metadata.pop(NOTES_KEY, [])
+        notes = [str(note) for note in notes] if isinstance(notes, list) else []
         try:
             report = self._report(nb, exercise, student)
         except Exception as error:  # one notebook must never stop the batch
