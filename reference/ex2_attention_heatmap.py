@@ -85,7 +85,8 @@ def sentence_attention(
 def plot_attention(weights: np.ndarray, tokens: list[str], title: str | None = None) -> Figure:
     """Heatmap of an (L, L) attention matrix: keys on the x axis, queries on the y axis, one
     tick per token at its cell's centre labelled with the token, and a colorbar."""
-    figure = Figure(figsize=(1.0 + 0.6 * len(tokens), 0.6 + 0.6 * len(tokens)))
+    size = 1.5 + 0.6 * len(tokens)
+    figure = Figure(figsize=(size + 1.0, size), layout="constrained")
     axes = figure.subplots()
     image = axes.imshow(weights, cmap="viridis")
     positions = range(len(tokens))
