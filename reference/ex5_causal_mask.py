@@ -24,7 +24,7 @@ def masked_attention(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention for Q (..., L, d), K (..., S, d), V (..., S, d_v).
 
-    `mask` is an additive float mask broadcastable to (..., L, S) (0.0 = may attend, -inf = blocked).
+    mask: additive float mask broadcastable to (..., L, S), 0.0 = may attend, -inf = blocked.
     Returns (output (..., L, d_v), weights (..., L, S)); blocked weights are exactly 0.
     """
     scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
@@ -34,7 +34,7 @@ def masked_attention(
     return weights @ V, weights
 
 
-def discretize_sine(n_points: int, n_bins: int = 50, period: float = 50.0) -> torch.Tensor:
+def discretize_sine(n_points: int, n_bins: int = 50, period: float = 50.0) -> torch.LongTensor:
     """Token ids (int64, length n_points) of sin(2*pi*t/period), t = 0..n_points-1, in n_bins bins.
 
     bin = floor((v + 1) / 2 * n_bins), clipped to n_bins - 1, computed in float64.
@@ -42,11 +42,13 @@ def discretize_sine(n_points: int, n_bins: int = 50, period: float = 50.0) -> to
     t = np.arange(n_points, dtype=np.float64)
     v = np.sin(2 * np.pi * t / period)
     bins = np.floor((v + 1) / 2 * n_bins)
-    bins = np.clip(bins, 0, n_bins - 1)
+    bins = np.minimum(bins, n_bins - 1)
     return torch.from_numpy(bins.astype(np.int64))
 
 
-def make_windows(tokens: torch.Tensor, context_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+def make_windows(
+    tokens: torch.Tensor, context_len: int
+) -> tuple[torch.LongTensor, torch.LongTensor]:
     """All stride-1 windows: X[i] = tokens[i : i+context_len], Y[i] = tokens[i+1 : i+1+context_len].
 
     One window per start i = 0 .. len(tokens) - context_len - 1; both (N, context_len) int64.
@@ -76,9 +78,9 @@ def split_holdout(
 
 
 class CausalTransformer(nn.Module):
-    """Decoder-only Transformer: token + learned position embeddings, causal self-attention.
+    """Decoder-only Transformer language model: forward(x (B, T) long) -> logits (B, T, vocab_size).
 
-    forward(x (B, T) long) -> logits (B, T, vocab_size); position t sees only tokens 0..t.
+    The logits at position t do not change when any token after t changes (T <= max_len).
     """
 
     def __init__(
@@ -124,9 +126,9 @@ def train_lm(
     lr: float = 3e-3,
     seed: int = 0,
 ) -> list[float]:
-    """Train next-token prediction with Adam on shuffled mini-batches seeded by `seed`.
-
-    Returns the sample-weighted mean cross-entropy (over all positions) of each epoch.
+    """Train next-token prediction (cross-entropy at every position) with Adam at lr on shuffled
+    mini-batches; returns the sample-weighted mean training loss of each epoch (len == epochs).
+    The same seed gives the same history whatever the global RNG state.
     """
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)

@@ -29,7 +29,7 @@ DEMO_MISTAKES = {
     "ex1_numpy_attention": "no_sqrt_scaling",
     "ex2_attention_heatmap": "heatmap_transposed",
     "ex3_transformer_classifier": "batch_first_forgotten",
-    "ex4_gqa_analysis": "repeat_instead_of_repeat_interleave",
+    "ex4_gqa_analysis": "kv_repeat_not_interleave",
     "ex5_causal_mask": "reversed_triangle",
 }
 
