@@ -46,7 +46,9 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
     built = attn_grade("build", exercise, "--course", str(course), "--exchange", str(exchange))
     assert built.returncode == 0, built.stderr
     nbgrader(course, "release_assignment", exercise)
-    students = {"alice": "alice", "bob": "bob", "carol": "carol", "dave": "alice"}
+    students = {"alice": "alice", "bob": "bob", "carol": "carol"}
+    if exercise == "ex1_numpy_attention":
+        students["dave"] = "alice"  # correct, but writes to stderr: one exercise is enough
     for student, behaves_like in students.items():
         home = tmp_path / "students" / student
         home.mkdir(parents=True)
@@ -75,7 +77,7 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
         for student, cells in auto.items()
     }
     assert totals["alice"] == 8
-    assert totals["dave"] == 8, "a warning on stderr must not cost points"
+    assert totals.get("dave", 8) == 8, "a warning on stderr must not cost points"
     assert 0 < totals["bob"] < 8
     assert totals["carol"] == 0
 
