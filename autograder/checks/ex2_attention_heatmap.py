@@ -1,28 +1,30 @@
 """Hidden checks of ex2_attention_heatmap (8 points)."""
 
 import string
-import warnings
 
 import numpy as np
 import pytest
 import torch
 
 from autograder.checks import check
+from autograder.grading import figures
 from autograder.grading.expect import (
     as_array,
     call_checked,
-    close,
     ensure,
     expect_close,
+    expect_equal,
+    expect_raises,
+    expect_rows_sum_to_one,
     expect_shape,
     expect_tuple,
     fail,
+    is_int,
     is_tensor,
     matching_mistake,
 )
 from autograder.grading.inputs import distinct_sizes, random_bool_mask
-from autograder.grading.submission import StudentError
-from autograder.mistakes import Raised
+from autograder.grading.modules import module_output, module_outputs, without_raised
 from reference import ex2_attention_heatmap as ref
 
 pytestmark = pytest.mark.ex2
@@ -41,39 +43,6 @@ SEPARATORS = (" ", "  ", "\t", "\n", " \t ", "\r\n", "\x0b", "\x0c", "   \n  ")
 # float32 module in the child against a float64 reference in the parent
 ATOL, RTOL = 2e-5, 1e-4
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
-
-
-def same_as(value, candidates) -> object:
-    """The first catalogued mistake whose plain-data output equals `value`."""
-    for mistake, output in candidates:
-        try:
-            if type(output) is type(value) and output == value:
-                return mistake
-        except Exception:  # noqa: BLE001 - an output that cannot be compared is no match
-            continue
-    return None
-
-
-def expect_raises(
-    submission, mistakes, target: str, error_type: str, *args, what: str, returned=None
-) -> None:
-    """`target(*args)` must raise `error_type`; name a mistake that raises the same other type
-    (or `returned` when it returns)."""
-    candidates = mistakes.outputs(target, *args)
-    try:
-        value = submission.call(target, *args)
-    except StudentError as error:
-        if error.type == error_type:
-            return
-        named = next(
-            (m for m, out in candidates if isinstance(out, Raised) and out.type == error.type), None
-        )
-        fail(f"{what} should raise {error_type}; instead {error}", mistake=named)
-    shown = getattr(value, "type", None) or type(value).__name__
-    fail(
-        f"{what} should raise {error_type}, but it returned a {shown.rsplit('.', 1)[-1]}",
-        mistake=returned,
-    )
 
 
 # -- tokenize and build_vocab ------------------------------------------------------------------
@@ -98,17 +67,12 @@ def punctuated_sentence(rng) -> str:
 
 def expect_tokens(submission, mistakes, sentence: str) -> None:
     answer = call_checked(submission, mistakes, "tokenize", sentence)
-    expected = ref.tokenize(sentence)
     value = answer.value
     ensure(
         isinstance(value, list) and all(isinstance(token, str) for token in value),
         f"tokenize should return a list of strings, got {type(value).__name__}",
     )
-    if value != expected:
-        fail(
-            f"tokenize({sentence!r}) should be {expected}, got {value}",
-            mistake=same_as(value, answer.candidates),
-        )
+    expect_equal(value, ref.tokenize(sentence), f"tokenize({sentence!r})", answer.candidates)
 
 
 @check(points=0.75, grade_id="check_tokenize")
@@ -141,24 +105,15 @@ def test_build_vocab_first_appearance_order(submission, mistakes, rng):
         ensure(
             isinstance(value, dict), f"build_vocab should return a dict, got {type(value).__name__}"
         )
-        ensure(
-            all(
-                isinstance(i, int | np.integer) and not isinstance(i, bool) for i in value.values()
-            ),
-            "build_vocab's ids should be integers",
-        )
-        if value != expected:
-            fail(
-                f"build_vocab({case}) should be {expected}, got {value}",
-                mistake=same_as(value, answer.candidates),
-            )
+        ensure(all(is_int(i) for i in value.values()), "build_vocab's ids should be integers")
+        expect_equal(value, expected, f"build_vocab({case})", answer.candidates)
 
 
 # -- MultiHeadAttention ------------------------------------------------------------------------
 def mha_case(submission, rng):
     """The student's module (in eval mode) for fresh sizes (B, L, num_heads and d_model all
-    different), its projections' float64 weights and biases, the head count, an input x and a
-    description of the call."""
+    different), its projections' weights and biases as a float64 state dict (zero biases where
+    it has none), the head count, an input x and a description of the call."""
     while True:
         batch, length, heads = distinct_sizes(rng, 3, 2, 8)
         d_model = heads * int(rng.integers(2, 6))
@@ -179,39 +134,25 @@ def mha_case(submission, rng):
         expect_shape(weight, (d_model, d_model), f"{name}.weight for d_model={d_model}")
         if bias is not None:  # nn.Linear(..., bias=False) is allowed
             expect_shape(bias, (d_model,), f"{name}.bias for d_model={d_model}")
-        params[name] = (weight.double(), None if bias is None else bias.double())
+        params[f"{name}.weight"] = weight.double()
+        params[f"{name}.bias"] = torch.zeros(d_model).double() if bias is None else bias.double()
     x = rng.normal(size=(batch, length, d_model)).astype(np.float32)
     what = f"MultiHeadAttention(d_model={d_model}, num_heads={heads}) on x of shape {x.shape}"
     return module, params, heads, x, what
 
 
-def attention_with(cls, params, heads, x, mask):
-    """(output, weights) of class `cls` in float64 with the given projection weights."""
-    module = cls(x.shape[-1], heads).double().eval()
-    with torch.no_grad():
-        for name, (weight, bias) in params.items():
-            linear = getattr(module, name)
-            linear.weight.copy_(weight)
-            if linear.bias is not None:
-                linear.bias.copy_(torch.zeros_like(linear.bias) if bias is None else bias)
-        kwargs = {} if mask is None else {"mask": torch.from_numpy(mask)}
-        output, weights = module(torch.from_numpy(x).double(), return_attention=True, **kwargs)
-    return output.numpy(), weights.numpy()
-
-
 def mha_expected(mistakes, params, heads, x, mask=None):
-    """The reference's (output, weights) with the student's weights, and the mistakes' ones."""
-    expected = attention_with(ref.MultiHeadAttention, params, heads, x, mask)
-    candidates = []
-    for mistake in mistakes.for_target("MultiHeadAttention"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                output = attention_with(mistake.bound(mistakes.exercise), params, heads, x, mask)
-        except Exception:  # noqa: BLE001 - a mistake that cannot run here names nothing
-            continue
-        candidates.append((mistake, output))
-    return expected, candidates
+    """The reference's (output, attention weights) in float64 with the student's weights, and
+    the catalogued wrong classes' ones."""
+    kwargs = {} if mask is None else {"mask": torch.from_numpy(mask)}
+
+    def run(module):
+        output, attention = module(torch.from_numpy(x).double(), return_attention=True, **kwargs)
+        return output.numpy(), attention.numpy()
+
+    sizes = (x.shape[-1], heads)
+    candidates = module_outputs(mistakes, "MultiHeadAttention", sizes, params, run)
+    return module_output(ref.MultiHeadAttention, sizes, params, run), without_raised(candidates)
 
 
 def student_attention(module, x, mask, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -250,12 +191,8 @@ def test_mha_output_and_weight_shapes(submission, mistakes, rng):
     expect_shape(output, x.shape, f"the output of {what}")
     shape = (batch, heads, length, length)
     expect_shape(weights, shape, f"the attention weights of {what}", mistake=named)
-    sums = weights.sum(axis=-1)
-    ensure(
-        bool(np.all(weights >= 0)) and np.allclose(sums, 1.0, atol=1e-5),
-        "each row of the attention weights (one query over all keys) should be non-negative "
-        f"and sum to 1; the row sums range from {sums.min():.4g} to {sums.max():.4g}",
-        mistake=named,
+    expect_rows_sum_to_one(
+        weights, "the attention weights (one query over all keys)", mistake=named
     )
     ensure(
         np.allclose(plain, output, atol=1e-6), "return_attention=True should not change the output"
@@ -268,16 +205,8 @@ def test_mha_rejects_indivisible_d_model(submission, mistakes, rng):
         heads = int(rng.integers(3, 7))
         d_model = heads * int(rng.integers(2, 5)) + int(rng.integers(1, heads))
         what = f"MultiHeadAttention(d_model={d_model}, num_heads={heads})"
-        returned = mistakes["no_divisibility_check"]
         expect_raises(
-            submission,
-            mistakes,
-            "MultiHeadAttention",
-            "ValueError",
-            d_model,
-            heads,
-            what=what,
-            returned=returned,
+            submission, mistakes, "MultiHeadAttention", "ValueError", d_model, heads, what=what
         )
 
 
@@ -329,9 +258,8 @@ def plain_sentence(rng, length: int) -> tuple[str, int, int]:
 
 
 def sentence_weights(submission, sentence, **kwargs) -> tuple[list, np.ndarray]:
-    value = expect_tuple(
-        submission.call("sentence_attention", sentence, **kwargs), 2, "sentence_attention"
-    )
+    value = submission.call("sentence_attention", sentence, **kwargs)
+    value = expect_tuple(value, 2, "sentence_attention")
     tokens = value[0]  # the contract says list[str]; a tuple is not worth a failed check here
     ensure(
         isinstance(tokens, list | tuple) and list(tokens) == sentence.split(),
@@ -351,12 +279,7 @@ def test_sentence_attention_shapes_and_rows(submission, mistakes, rng, seed):
         what = f"the weights of sentence_attention({sentence!r}, {kwargs})"
         keeps_batch = mistakes["sentence_keeps_batch_dim"] if weights.shape == (1, *shape) else None
         expect_shape(weights, shape, what, mistake=keeps_batch)
-        sums = weights.sum(axis=-1)
-        ensure(
-            bool(np.all(weights >= 0)) and np.allclose(sums, 1.0, atol=1e-5),
-            f"each row of {what} should be non-negative and sum to 1; the row sums range "
-            f"from {sums.min():.4g} to {sums.max():.4g}",
-        )
+        expect_rows_sum_to_one(weights, what)
 
 
 @check(points=0.5, grade_id="check_sentence_attention")
@@ -386,9 +309,8 @@ def test_sentence_attention_is_seeded(submission, mistakes, rng, seed):
 def test_sentence_attention_same_word_same_weights(submission, mistakes, rng, seed):
     length, heads, d_model = sentence_sizes(rng)
     sentence, first, second = plain_sentence(rng, length)
-    tokens, weights = sentence_weights(
-        submission, sentence, d_model=d_model, num_heads=heads, seed=seed % 1000
-    )
+    kwargs = {"d_model": d_model, "num_heads": heads, "seed": seed % 1000}
+    tokens, weights = sentence_weights(submission, sentence, **kwargs)
     expect_shape(weights, (heads, length, length), "the weights of sentence_attention")
     same_row = np.allclose(weights[:, first], weights[:, second], atol=1e-6)
     same_column = np.allclose(weights[:, :, first], weights[:, :, second], atol=1e-6)
@@ -410,90 +332,23 @@ def heatmap_inputs(rng) -> tuple[np.ndarray, list[str]]:
     return weights, [str(w) for w in rng.choice(WORDS, size=length, replace=False)]
 
 
-def figure_summary(submission, weights, tokens, **kwargs) -> dict:
+def plotted_heatmap(submission, weights, tokens, **kwargs) -> tuple[dict, dict, dict]:
+    """(figure summary, axes, mappable) of the one heatmap of plot_attention's figure."""
     figure = submission.call("plot_attention", weights, tokens, **kwargs)
-    return submission.probe("figure_summary", figure)
-
-
-def heatmap_of(summary: dict) -> tuple[dict, dict]:
-    """(axes, mappable) of the one heatmap outside any colorbar."""
-    found = [
-        (axes, mappable)
-        for axes in summary["axes"]
-        if not axes["is_colorbar"]
-        for mappable in axes["mappables"]
-    ]
-    ensure(
-        len(found) == 1,
-        "plot_attention's figure should hold one heatmap (imshow, matshow "
-        f"or pcolormesh) besides its colorbar; found {len(found)}",
-    )
-    return found[0]
-
-
-def _levels(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct values (up to rounding) and each value's index among them."""
-    span = float(np.ptp(values)) or 1.0
-    keys = np.round((values - values.min()) / span, 6)
-    levels, index = np.unique(keys, return_inverse=True)
-    return levels * span + values.min(), index.reshape(values.shape)
-
-
-def cell_grid(mappable: dict, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The cells as seen on screen: grid[r, c] is the value of the cell with the r-th smallest y
-    centre and the c-th smallest x centre; also those x and y centres."""
-    values = np.asarray(mappable["array"], dtype=float)
-    if "coordinates" in mappable:  # pcolormesh: corners (rows + 1, cols + 1, xy)
-        corners = np.asarray(mappable["coordinates"], dtype=float)
-        centres = (corners[:-1, :-1] + corners[1:, 1:] + corners[:-1, 1:] + corners[1:, :-1]) / 4
-        x_centres, y_centres = centres[..., 0], centres[..., 1]
-    else:  # imshow / matshow: extent (left, right, bottom, top); row 0 at top or bottom
-        left, right, bottom, top = mappable["extent"]
-        rows, cols = values.shape[:2]
-        xs = left + (np.arange(cols) + 0.5) * (right - left) / cols
-        start, end = (top, bottom) if mappable.get("origin") == "upper" else (bottom, top)
-        ys = start + (np.arange(rows) + 0.5) * (end - start) / rows
-        x_centres, y_centres = np.meshgrid(xs, ys)
-    if values.ndim == 1 and values.size == x_centres.size:
-        values = values.reshape(x_centres.shape)
-    ensure(
-        values.shape == x_centres.shape,
-        f"the heatmap should be a {length}×{length} grid of values, got an array of shape "
-        f"{values.shape}",
-    )
-    xs, columns = _levels(x_centres)
-    ys, rows = _levels(y_centres)
-    ensure(
-        len(xs) == len(ys) == length and values.size == length * length,
-        f"the heatmap should be a {length}×{length} grid of cells for {length} tokens; its "
-        f"cells sit in {len(ys)} rows and {len(xs)} columns",
-    )
-    grid = np.full((length, length), np.nan)
-    grid[rows, columns] = values
-    return grid, xs, ys
-
-
-def orientation(grid: np.ndarray, matrix: np.ndarray) -> tuple[bool, bool] | None:
-    """(rows flipped, columns flipped) under which the grid shows `matrix`, if any."""
-    for flip_rows in (False, True):
-        for flip_columns in (False, True):
-            shown = matrix[::-1] if flip_rows else matrix
-            shown = shown[:, ::-1] if flip_columns else shown
-            if close(grid, shown, atol=1e-6, rtol=1e-5):
-                return flip_rows, flip_columns
-    return None
+    summary = submission.probe("figure_summary", figure)
+    return summary, *figures.heatmap_of(summary, "plot_attention's figure")
 
 
 @check(points=0.5, grade_id="check_plot")
 def test_plot_attention_cells_show_the_weights(submission, mistakes, rng):
     weights, tokens = heatmap_inputs(rng)
-    _, mappable = heatmap_of(figure_summary(submission, weights, tokens))
-    grid, _, _ = cell_grid(mappable, len(tokens))
+    _, _, mappable = plotted_heatmap(submission, weights, tokens)
+    grid, _, _ = figures.cell_grid(mappable, len(tokens))
     # Any origin/extent is allowed, so the screen may show the matrix flipped up-down (query 0
     # at the bottom, as pcolormesh or origin="lower" draw it) or left-right; the tick check then
     # holds the labels to that order. A transpose puts the queries along x: that is wrong.
-    if orientation(grid, weights) is None:
-        transposed = orientation(grid, weights.T) is not None
+    if figures.orientation(grid, weights) is None:
+        transposed = figures.orientation(grid, weights.T) is not None
         fail(
             "the heatmap's cells should show the weights, with the keys (columns of the matrix) "
             "along the x axis and the queries (rows) along the y axis"
@@ -502,48 +357,29 @@ def test_plot_attention_cells_show_the_weights(submission, mistakes, rng):
         )
 
 
-def ticks_of(axes: dict, axis: str) -> list[tuple[float, str]]:
-    """(position, label) of the major ticks of `axis` inside the axes' limits."""
-    positions, labels = axes[f"{axis}ticks"], axes[f"{axis}ticklabels"]
-    # bottom/left labels come first, then top/right ones (e.g. matshow's top labels only)
-    labels = labels[: len(positions)] if len(labels) >= len(positions) else [""] * len(positions)
-    low, high = sorted(axes[f"{axis}lim"])
-    slack = 1e-9 * max(1.0, high - low)
-    return sorted(
-        (p, t) for p, t in zip(positions, labels, strict=True) if low - slack <= p <= high + slack
-    )
-
-
 @check(points=0.75, grade_id="check_plot")
 def test_plot_attention_ticks_label_cell_centres(submission, mistakes, rng):
     weights, tokens = heatmap_inputs(rng)
-    axes, mappable = heatmap_of(figure_summary(submission, weights, tokens))
-    grid, xs, ys = cell_grid(mappable, len(tokens))
-    flips = orientation(grid, weights) or orientation(grid, weights.T) or (False, False)
+    _, axes, mappable = plotted_heatmap(submission, weights, tokens)
+    grid, xs, ys = figures.cell_grid(mappable, len(tokens))
+    flips = (
+        figures.orientation(grid, weights) or figures.orientation(grid, weights.T) or (False, False)
+    )
     for axis, centres, flipped, role in (("x", xs, flips[1], "key"), ("y", ys, flips[0], "query")):
         expected = tokens[::-1] if flipped else tokens
-        ticks = ticks_of(axes, axis)
-        positions = np.array([p for p, _ in ticks])
-        labels = [t for _, t in ticks]
-        width = abs(float(centres[1] - centres[0]))
-        at_centres = len(ticks) == len(centres) and np.allclose(
-            positions, centres, atol=1e-3 * width, rtol=0
-        )
-        if at_centres and labels == expected:
+        ticks = figures.ticks_of(axes, axis)
+        placement, labels = figures.tick_placement(ticks, centres), [label for _, label in ticks]
+        if placement == "centres" and labels == expected:
             continue
         named = None
-        if (
-            len(ticks) == len(centres)
-            and labels == expected
-            and (np.allclose(np.abs(positions - centres), width / 2, atol=1e-3 * width))
-        ):
+        if placement == "edges" and labels == expected:
             named = mistakes["ticks_at_cell_edges"]
-        elif axis == "y" and at_centres and labels == expected[::-1]:
+        elif axis == "y" and placement == "centres" and labels == expected[::-1]:
             named = mistakes["query_labels_reversed"]
         fail(
             f"the {axis} axis should have one tick per {role} token at the centre of its cell: "
             f"ticks at {np.round(centres, 3).tolist()} labelled {expected}; got ticks at "
-            f"{np.round(positions, 3).tolist()} labelled {labels}",
+            f"{np.round([location for location, _ in ticks], 3).tolist()} labelled {labels}",
             mistake=named,
         )
 
@@ -551,10 +387,10 @@ def test_plot_attention_ticks_label_cell_centres(submission, mistakes, rng):
 @check(points=0.25, grade_id="check_plot")
 def test_plot_attention_has_colorbar(submission, mistakes, rng):
     weights, tokens = heatmap_inputs(rng)
-    summary = figure_summary(submission, weights, tokens, title="attention of one head")
-    _, mappable = heatmap_of(summary)
+    title = "attention of one head"
+    summary, _, mappable = plotted_heatmap(submission, weights, tokens, title=title)
     ensure(
-        mappable["has_colorbar"] or any(axes["is_colorbar"] for axes in summary["axes"]),
+        figures.has_colorbar(summary, mappable),
         "the heatmap should have a colorbar",
         mistake=mistakes["no_colorbar"],
     )
@@ -581,25 +417,15 @@ def strongest_inputs(rng, tie: bool = False) -> tuple[np.ndarray, list[str], str
 def expect_strongest(submission, mistakes, weights, tokens, word, why: str) -> None:
     answer = call_checked(submission, mistakes, "strongest_attention", weights, tokens, word)
     expected = ref.strongest_attention(weights, tokens, word)
-    if answer.value != expected:
-        fail(
-            f"strongest_attention(weights, {tokens}, {word!r}) should be {expected!r} ({why}), "
-            f"got {answer.value!r}",
-            mistake=same_as(answer.value, answer.candidates),
-        )
+    what = f"strongest_attention(weights, {tokens}, {word!r})"
+    expect_equal(answer.value, expected, what, answer.candidates, why=why)
 
 
 @check(points=0.5, grade_id="check_strongest")
 def test_strongest_attention_reads_the_query_row(submission, mistakes, rng):
     weights, tokens, word = strongest_inputs(rng)
-    expect_strongest(
-        submission,
-        mistakes,
-        weights,
-        tokens,
-        word,
-        f"the largest weight in the row of the first {word!r}",
-    )
+    why = f"the largest weight in the row of the first {word!r}"
+    expect_strongest(submission, mistakes, weights, tokens, word, why)
 
 
 @check(points=0.5, grade_id="check_strongest")
@@ -610,13 +436,6 @@ def test_strongest_attention_ties_and_missing_words(submission, mistakes, rng):
     )
     absent = next(str(w) for w in rng.permutation(WORDS) if w not in tokens)
     for missing in (absent, word.upper(), word[:-1]):
-        expect_raises(
-            submission,
-            mistakes,
-            "strongest_attention",
-            "ValueError",
-            weights,
-            tokens,
-            missing,
-            what=f"strongest_attention(weights, {tokens}, {missing!r})",
-        )
+        what = f"strongest_attention(weights, {tokens}, {missing!r})"
+        args = (weights, tokens, missing)
+        expect_raises(submission, mistakes, "strongest_attention", "ValueError", *args, what=what)

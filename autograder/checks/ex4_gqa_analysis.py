@@ -7,9 +7,6 @@ i*head_dim .. (i+1)*head_dim-1 of W_q's weight, K/V head j the same rows of W_k 
 head i's context feeds columns i*head_dim .. of W_o (what `.view(B, L, heads, head_dim)` gives).
 """
 
-import numbers
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -19,12 +16,24 @@ from autograder.grading.expect import (
     as_array,
     call_checked,
     ensure,
+    equal_mistake,
     expect_close,
+    expect_number,
+    expect_raises,
     expect_shape,
     fail,
+    is_int,
+    is_real,
     matching_mistake,
 )
-from autograder.grading.inputs import distinct_sizes, random_bool_mask
+from autograder.grading.inputs import distinct_sizes, mask_hiding
+from autograder.grading.modules import (
+    load_into,
+    module_output,
+    module_outputs,
+    student_output,
+    without_raised,
+)
 from autograder.grading.submission import StudentError
 from reference import ex4_gqa_analysis as ref
 
@@ -75,27 +84,6 @@ def seeded_weights(rng, d_model, n_heads, n_kv_heads, *, identity_out=False) -> 
     return weights
 
 
-def mask_hiding(rng, shape: tuple[int, ...], hidden: int) -> np.ndarray:
-    """A random bool mask (True = may attend) in which key `hidden` is visible to query `hidden`
-    only, and no row is fully blocked."""
-    keep = random_bool_mask(rng, shape)
-    keep[..., hidden] = False
-    keep[..., hidden, hidden] = True
-    rows = keep.reshape(-1, shape[-1])
-    empty = np.flatnonzero(~rows.any(axis=1))
-    others = [k for k in range(shape[-1]) if k != hidden]
-    rows[empty, rng.choice(others, size=empty.size)] = True
-    return rows.reshape(shape)
-
-
-def is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
 def random_input(rng, *shape) -> torch.Tensor:
     return torch.from_numpy(rng.normal(size=shape).astype(np.float32))
 
@@ -134,45 +122,16 @@ def check_projections(module, sizes, mistakes=None) -> None:
     )
 
 
-def load(module, weights: dict) -> dict[str, torch.Tensor]:
-    """Load `weights` into the student's module; return what it then holds."""
-    module.call("load_state_dict", weights, strict=False)
-    module.call("eval")
-    state = module.call("state_dict")
-    return {key: state[key] for key in weights}
+def gqa_expected(mistakes, sizes, weights, x, mask=None) -> tuple[np.ndarray, list]:
+    """The reference's output in float64 on the student's weights, and the (mistake, output)
+    pairs of the catalogued wrong classes on those weights."""
+    mask = None if mask is None else torch.as_tensor(mask)
 
+    def run(module):
+        return module(x.double(), mask=mask).numpy()
 
-def forward(module, x: torch.Tensor, what: str, **kwargs) -> np.ndarray:
-    """The student's output on x, checked to be a tensor of x's shape."""
-    out = as_array(module(x, **kwargs), what, allow=("tensor",))
-    expect_shape(out, tuple(x.shape), what)
-    return out
-
-
-def reference_output(sizes, weights, x, mask=None, cls=ref.GroupedQueryAttention) -> np.ndarray:
-    module = cls(*sizes).double()
-    module.load_state_dict({key: w.double() for key, w in weights.items()}, strict=False)
-    with torch.no_grad():
-        out = module(x.double(), mask=None if mask is None else torch.as_tensor(mask))
-    return out.numpy()
-
-
-def module_candidates(mistakes, sizes, weights, x, mask=None) -> list:
-    """(mistake, output) of every catalogued wrong GroupedQueryAttention on the same weights."""
-    found = []
-    for mistake in mistakes.for_target("GroupedQueryAttention"):
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                found.append(
-                    (
-                        mistake,
-                        reference_output(sizes, weights, x, mask, mistake.bound(mistakes.exercise)),
-                    )
-                )
-        except Exception:  # noqa: BLE001 - a mistake that cannot run here names nothing
-            continue
-    return found
+    candidates = module_outputs(mistakes, "GroupedQueryAttention", sizes, weights, run)
+    return module_output(ref.GroupedQueryAttention, sizes, weights, run), without_raised(candidates)
 
 
 # -- GroupedQueryAttention: structure ----------------------------------------------------------
@@ -189,7 +148,8 @@ def test_gqa_output_shape(submission, rng):
     module = build(submission, d_model, n_heads, n_kv)
     x = random_input(rng, batch, length, d_model)
     sizes = (d_model, n_heads, n_kv)
-    out = forward(module, x, f"the output of GroupedQueryAttention{sizes} on x of shape {x.shape}")
+    what = f"the output of GroupedQueryAttention{sizes} on x of shape {x.shape}"
+    out = student_output(module, x, what)
     ensure(bool(np.all(np.isfinite(out))), "the output should be finite (no NaN or inf)")
 
 
@@ -206,22 +166,9 @@ def test_gqa_rejects_indivisible_sizes(submission, mistakes, rng):
         ((n_heads * head_dim, n_heads, bad_kv), "n_heads is not divisible by n_kv_heads"),
     )
     for sizes, why in cases:
-        try:
-            submission.call("GroupedQueryAttention", *sizes)
-        except StudentError as error:
-            if error.type == "ValueError":
-                continue
-            if error.type == "NotImplementedError":
-                raise
-            fail(
-                f"GroupedQueryAttention{sizes} should raise ValueError ({why}), but it raised "
-                f"{error.type}",
-                mistake=mistakes["assert_not_value_error"]
-                if error.type == "AssertionError"
-                else None,
-            )
-        fail(
-            f"GroupedQueryAttention{sizes} should raise ValueError ({why}), but it created a module"
+        what = f"GroupedQueryAttention{sizes}"
+        expect_raises(
+            submission, mistakes, "GroupedQueryAttention", "ValueError", *sizes, what=what, why=why
         )
 
 
@@ -233,15 +180,16 @@ def test_gqa_matches_reference_with_its_own_weights(submission, mistakes, rng):
         sizes = (d_model, n_heads, kv_heads)
         module = build(submission, *sizes)
         check_projections(module, sizes)
-        weights = load(module, seeded_weights(rng, *sizes))
+        weights = load_into(module, seeded_weights(rng, *sizes))
         x = random_input(rng, batch, length, d_model)
+        expected, candidates = gqa_expected(mistakes, sizes, weights, x)
         expect_close(
-            forward(module, x, "the output"),
-            reference_output(sizes, weights, x),
+            student_output(module, x, "the output"),
+            expected,
             f"the output of GroupedQueryAttention{sizes} ({kind}) on x of shape {tuple(x.shape)}",
             atol=ATOL,
             rtol=RTOL,
-            mistakes=module_candidates(mistakes, sizes, weights, x),
+            mistakes=candidates,
         )
 
 
@@ -254,17 +202,17 @@ def test_gqa_kv_head_serves_its_group(submission, mistakes, rng):
     module = build(submission, *sizes)
     check_projections(module, sizes)
     weights = seeded_weights(rng, *sizes, identity_out=True)
-    load(module, weights)
+    load_into(module, weights)
     x = random_input(rng, batch, length, d_model)
-    before = forward(module, x, "the output").reshape(batch, length, n_heads, head_dim)
+    before = student_output(module, x, "the output").reshape(batch, length, n_heads, head_dim)
     for j in range(n_kv):
         rows = slice(j * head_dim, (j + 1) * head_dim)
         moved = dict(weights)
         for key in ("W_k.weight", "W_v.weight"):
             moved[key] = weights[key].clone()
             moved[key][rows] += random_input(rng, head_dim, d_model)
-        load(module, moved)
-        after = forward(module, x, "the output").reshape(batch, length, n_heads, head_dim)
+        load_into(module, moved)
+        after = student_output(module, x, "the output").reshape(batch, length, n_heads, head_dim)
         change = np.abs(after - before).max(axis=(0, 1, 3))
         changed = [h for h in range(n_heads) if change[h] > 1e-3]
         expected = list(range(j * group, (j + 1) * group))
@@ -288,7 +236,7 @@ def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
     sizes = (d_model, n_heads, n_kv)
     module = build(submission, *sizes)
     check_projections(module, sizes)
-    weights = load(module, seeded_weights(rng, *sizes))
+    weights = load_into(module, seeded_weights(rng, *sizes))
     x = random_input(rng, batch, length, d_model)
     hidden = int(rng.integers(length))  # a key that only its own query may attend to
     others = [r for r in range(length) if r != hidden]
@@ -296,18 +244,12 @@ def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
         keep = mask_hiding(rng, shape, hidden)
         mask = torch.from_numpy(keep)
         what = f"the output with a boolean mask of shape {shape} (True = may attend)"
-        out = forward(module, x, what, mask=mask)
-        expect_close(
-            out,
-            reference_output(sizes, weights, x, keep),
-            what,
-            atol=ATOL,
-            rtol=RTOL,
-            mistakes=module_candidates(mistakes, sizes, weights, x, keep),
-        )
+        out = student_output(module, x, what, mask=mask)
+        expected, candidates = gqa_expected(mistakes, sizes, weights, x, keep)
+        expect_close(out, expected, what, atol=ATOL, rtol=RTOL, mistakes=candidates)
         altered = x.clone()
         altered[:, hidden] = random_input(rng, batch, d_model)
-        again = forward(module, altered, what, mask=mask)
+        again = student_output(module, altered, what, mask=mask)
         ensure(
             np.allclose(again[:, others], out[:, others], atol=1e-5),
             f"position {hidden} is blocked for every other query by the mask, yet changing the "
@@ -316,34 +258,13 @@ def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
 
 
 # -- parameters and cache --------------------------------------------------------------------------
-def expect_count(value, expected, what: str, candidates, *, integer: bool = True) -> None:
-    """An exact int (or, for MiB, a number within 1e-9 relative) that names a matching mistake."""
-    ensure(is_real(value), f"{what} should return a number, got {type(value).__name__}")
-    rtol = 0 if integer else 1e-9
-    ensure(
-        abs(value - expected) <= rtol * abs(expected),
-        f"{what} should be {expected!r}, got {value!r}",
-        mistake=matching_mistake(value, candidates, atol=0, rtol=rtol),
-    )
-    ensure(
-        not integer or is_int(value),
-        f"{what} should return an int, got {type(value).__name__} {value!r}",
-    )
-
-
 @check(points=0.75, grade_id="check_kv_params")
 def test_kv_projection_params(submission, mistakes, rng):
     _, _, d_model, n_heads, n_kv = gqa_sizes(rng)
-    for kv_heads in (n_kv, 1, n_heads):
-        answer = call_checked(
-            submission, mistakes, "kv_projection_params", d_model, n_heads, kv_heads
-        )
-        expect_count(
-            answer.value,
-            ref.kv_projection_params(d_model, n_heads, kv_heads),
-            f"kv_projection_params({d_model}, {n_heads}, {kv_heads})",
-            answer.candidates,
-        )
+    for args in ((d_model, n_heads, n_kv), (d_model, n_heads, 1), (d_model, n_heads, n_heads)):
+        answer = call_checked(submission, mistakes, "kv_projection_params", *args)
+        expected = ref.kv_projection_params(*args)
+        expect_number(answer.value, expected, f"kv_projection_params{args}", answer.candidates)
 
 
 def cache_arguments(rng) -> tuple[int, int, int]:
@@ -356,12 +277,8 @@ def cache_arguments(rng) -> tuple[int, int, int]:
 def test_kv_cache_bytes_defaults(submission, mistakes, rng):
     args = cache_arguments(rng)
     answer = call_checked(submission, mistakes, "kv_cache_bytes", *args)
-    expect_count(
-        answer.value,
-        ref.kv_cache_bytes(*args),
-        f"kv_cache_bytes{args} (one layer, one sequence, 2 bytes per element)",
-        answer.candidates,
-    )
+    what = f"kv_cache_bytes{args} (one layer, one sequence, 2 bytes per element)"
+    expect_number(answer.value, ref.kv_cache_bytes(*args), what, answer.candidates)
 
 
 @check(points=0.75, grade_id="check_kv_cache")
@@ -371,19 +288,10 @@ def test_kv_cache_bytes_uses_every_argument(submission, mistakes, rng):
     for bytes_per_element in (1, 4):
         n_layers, batch_size = distinct_sizes(rng, 2, 3, 40)
         args = cache_arguments(rng)
-        kwargs = {
-            "n_layers": n_layers,
-            "batch_size": batch_size,
-            "bytes_per_element": bytes_per_element,
-        }
+        kwargs = dict(n_layers=n_layers, batch_size=batch_size, bytes_per_element=bytes_per_element)
         answer = call_checked(submission, mistakes, "kv_cache_bytes", *args, **kwargs)
-        shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-        expect_count(
-            answer.value,
-            ref.kv_cache_bytes(*args, **kwargs),
-            f"kv_cache_bytes{args[:3]} with {shown}",
-            answer.candidates,
-        )
+        what = f"kv_cache_bytes{args[:3]} with " + ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        expect_number(answer.value, ref.kv_cache_bytes(*args, **kwargs), what, answer.candidates)
 
 
 @check(points=0.5, grade_id="check_kv_cache")
@@ -409,7 +317,7 @@ def test_kv_cache_mib(submission, mistakes, rng):
                 f"{what} should be {expected!r} MiB, got {value!r}; that is your "
                 "kv_cache_bytes / 2**20, so the mistake is in kv_cache_bytes"
             )
-    expect_count(value, expected, what, answer.candidates, integer=False)
+    expect_number(value, expected, what, answer.candidates, integer=False)
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -453,13 +361,7 @@ def call_report(submission, mistakes, rng):
 
 def named_by(observed: list, candidates, key: str):
     """The first catalogued mistake whose report has exactly these values under `key`."""
-    for mistake, output in candidates:
-        try:
-            if [row[key] for row in output] == observed:
-                return mistake
-        except Exception:  # noqa: BLE001 - a candidate of another form names nothing
-            continue
-    return None
+    return equal_mistake(observed, candidates, lambda rows: [row[key] for row in rows])
 
 
 def shape_tuple(value) -> bool:

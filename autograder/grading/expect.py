@@ -4,6 +4,7 @@ when the wrong answer matches a catalogued mistake, that mistake's name."""
 from __future__ import annotations
 
 import copy
+import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NoReturn
@@ -42,6 +43,16 @@ def is_tensor(value) -> bool:
     return isinstance(value, torch.Tensor)
 
 
+def is_real(value) -> bool:
+    """A real number (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_int(value) -> bool:
+    """An integer (Python or NumPy), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def as_array(value, what: str, *, allow=("ndarray", "tensor")) -> np.ndarray:
     """`value` as a NumPy array, if it is one of the allowed kinds; otherwise fail."""
     if "ndarray" in allow and isinstance(value, np.ndarray):
@@ -67,6 +78,19 @@ def expect_shape(
     ensure(
         tuple(array.shape) == tuple(shape),
         f"{what} should have shape {tuple(shape)}, got {tuple(array.shape)}",
+        mistake=mistake,
+    )
+
+
+def expect_rows_sum_to_one(
+    weights: np.ndarray, what: str, *, mistake: Mistake | None = None
+) -> None:
+    """Every row (last axis) of `weights` is non-negative and sums to 1 (within 1e-5)."""
+    sums = weights.sum(axis=-1)
+    ensure(
+        bool(np.all(weights >= 0)) and np.allclose(sums, 1.0, atol=1e-5),
+        f"each row of {what} should be non-negative and sum to 1; the row sums range from "
+        f"{sums.min():.4g} to {sums.max():.4g}",
         mistake=mistake,
     )
 
@@ -102,6 +126,33 @@ def matching_mistake(
         if close(observed, candidate, atol=atol, rtol=rtol):
             return mistake
     return None
+
+
+def equal_mistake(
+    value, candidates: Iterable[tuple[Mistake, object]], pick: Callable = lambda output: output
+) -> Mistake | None:
+    """The first catalogued mistake whose output (after `pick`) has `value`'s type and equals
+    it: `matching_mistake` for plain data (strings, lists, dicts)."""
+    for mistake, output in candidates:
+        try:
+            candidate = pick(output)
+            if type(candidate) is type(value) and candidate == value:
+                return mistake
+        except Exception:  # noqa: BLE001 - an output that cannot be compared is no match
+            continue
+    return None
+
+
+def expect_equal(
+    value, expected, what: str, candidates: Iterable[tuple[Mistake, object]] = (), *, why=""
+) -> None:
+    """Fail unless plain data `value == expected`, naming a mistake that returned the same."""
+    if value != expected:
+        because = f" ({why})" if why else ""
+        fail(
+            f"{what} should be {expected!r}{because}, got {value!r}",
+            mistake=equal_mistake(value, candidates),
+        )
 
 
 def expect_close(
@@ -140,6 +191,29 @@ def expect_close(
     )
 
 
+def expect_number(
+    value,
+    expected,
+    what: str,
+    candidates: Iterable[tuple[Mistake, object]] = (),
+    *,
+    integer: bool = True,
+) -> None:
+    """An exact int (or, with integer=False, a real number within 1e-9 relative of `expected`);
+    a wrong value names the first of `candidates` that returned the same."""
+    ensure(is_real(value), f"{what} should return a number, got {type(value).__name__}")
+    rtol = 0 if integer else 1e-9
+    ensure(
+        abs(value - expected) <= rtol * abs(expected),
+        f"{what} should be {expected!r}, got {value!r}",
+        mistake=matching_mistake(value, candidates, atol=0, rtol=rtol),
+    )
+    ensure(
+        not integer or is_int(value),
+        f"{what} should return an int, got {type(value).__name__} {value!r}",
+    )
+
+
 @dataclass
 class Answer:
     """A student function's return value and what the catalogued mistakes return instead."""
@@ -163,3 +237,37 @@ def call_checked(
         )
         raise CheckFailed(str(error), mistake) from None
     return Answer(value, [(m, out) for m, out in candidates if not isinstance(out, Raised)])
+
+
+def expect_raises(
+    submission,
+    catalogue,
+    target: str,
+    error_type: str,
+    *args,
+    what: str | None = None,
+    why: str = "",
+    **kwargs,
+) -> None:
+    """The student's `target(*args, **kwargs)` must raise `error_type` (a class name such as
+    "ValueError"). Otherwise fail, naming the first catalogued mistake of `target` that does the
+    same on these arguments: raises the same other exception, or returns. An unfilled stub (a
+    bare NotImplementedError) fails as "not implemented yet"."""
+    candidates = catalogue.outputs(target, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    if what is None:
+        shown = [repr(arg) for arg in args] + [f"{key}={value!r}" for key, value in kwargs.items()]
+        what = f"{target}({', '.join(shown)})"
+    expected = f"{what} should raise {error_type}" + (f" ({why})" if why else "")
+    try:
+        value = submission.call(target, *args, **kwargs)
+    except StudentError as error:
+        if error.type == error_type:
+            return
+        if error.type == "NotImplementedError" and not error.message:
+            raise
+        named = next(
+            (m for m, out in candidates if isinstance(out, Raised) and out.type == error.type), None
+        )
+        fail(f"{expected}; instead {error}", mistake=named)
+    named = next((m for m, out in candidates if not isinstance(out, Raised)), None)
+    fail(f"{expected}, but it returned a {_describe(value)}", mistake=named)

@@ -19,3 +19,16 @@ def random_bool_mask(
     empty = ~rows.any(axis=1)
     rows[empty, rng.integers(0, shape[-1], size=int(empty.sum()))] = True
     return rows.reshape(shape)
+
+
+def mask_hiding(rng: np.random.Generator, shape: tuple[int, ...], hidden: int) -> np.ndarray:
+    """A random bool mask (True = may attend) in which key `hidden` is visible to query `hidden`
+    only, and no row is fully blocked."""
+    keep = random_bool_mask(rng, shape)
+    keep[..., hidden] = False
+    keep[..., hidden, hidden] = True
+    rows = keep.reshape(-1, shape[-1])
+    empty = np.flatnonzero(~rows.any(axis=1))
+    others = [k for k in range(shape[-1]) if k != hidden]
+    rows[empty, rng.choice(others, size=empty.size)] = True
+    return rows.reshape(shape)

@@ -61,6 +61,15 @@ class GradingPlugin:
     def seed(self, request: pytest.FixtureRequest) -> int:
         return derive_seed(self.base_seed, request.node.name)
 
+    @pytest.fixture(autouse=True)
+    def _seeded_child(self, request: pytest.FixtureRequest, seed: int) -> None:
+        """Seed the child's global RNGs before every check, so that objects the student's code
+        creates with unseeded initialisation are the same on every regrade."""
+        try:
+            self._submission.seed(seed)
+        except (Unavailable, SandboxDied, StudentError):
+            pass  # the check itself reports an unusable submission
+
     @pytest.fixture
     def rng(self, seed: int) -> np.random.Generator:
         return np.random.default_rng(seed)

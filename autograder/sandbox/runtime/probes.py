@@ -9,6 +9,21 @@ def _text(items) -> list[str]:
     return [item.get_text() for item in items]
 
 
+def _major_ticks(axis) -> list[dict]:
+    """Each major tick of an x or y axis with its two labels (bottom/left, top/right) paired."""
+    axis.get_majorticklabels()  # places the ticks and sets their labels' text, as drawn
+    return [
+        {
+            "location": float(tick.get_loc()),
+            "label1": tick.label1.get_text(),
+            "label1_visible": bool(tick.label1.get_visible()),
+            "label2": tick.label2.get_text(),
+            "label2_visible": bool(tick.label2.get_visible()),
+        }
+        for tick in axis.get_major_ticks()
+    ]
+
+
 def _mappable_summary(artist) -> dict:
     import numpy as np
 
@@ -26,7 +41,10 @@ def _mappable_summary(artist) -> dict:
 
 
 def figure_summary(figure) -> dict:
-    """Axes, images/meshes (values, extent, origin), ticks and labels of a matplotlib figure."""
+    """Axes, images/meshes (values, extent, origin), ticks and labels of a matplotlib figure.
+
+    `xmajorticks` / `ymajorticks` pair every major tick with its labels; `xticks` and
+    `xticklabels` (the visible labels, bottom/left ones first) are kept for older readers."""
     from matplotlib.figure import Figure
 
     if not isinstance(figure, Figure):
@@ -43,6 +61,8 @@ def figure_summary(figure) -> dict:
                 "yticks": [float(tick) for tick in axes.get_yticks()],
                 "xticklabels": _text(axes.get_xticklabels()),
                 "yticklabels": _text(axes.get_yticklabels()),
+                "xmajorticks": _major_ticks(axes.xaxis),
+                "ymajorticks": _major_ticks(axes.yaxis),
                 "xlim": [float(value) for value in axes.get_xlim()],
                 "ylim": [float(value) for value in axes.get_ylim()],
                 "title": axes.get_title(),

@@ -1,0 +1,162 @@
+"""The shared check helpers: heatmaps read from `figure_summary`, expect_raises, and catalogued
+wrong classes run on given weights."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from autograder.grading import figures
+from autograder.grading.expect import CheckFailed, expect_raises
+from autograder.grading.modules import module_output, module_outputs, without_raised
+from autograder.grading.submission import StudentError
+from autograder.mistakes import Raised, catalogue_for
+from autograder.sandbox.runtime.probes import figure_summary
+from reference import ex4_gqa_analysis as ref4
+
+WEIGHTS = np.random.default_rng(0).dirichlet(np.ones(4), size=4)
+TOKENS = ["w", "x", "y", "z"]
+
+
+def main_axes(figure: Figure) -> tuple[dict, dict]:
+    return figures.heatmap_of(figure_summary(figure))
+
+
+def test_ticks_pair_locations_with_the_labels_shown():
+    figure = Figure()
+    axes = figure.add_subplot()
+    image = axes.matshow(WEIGHTS)  # labels on top only (label2)
+    axes.set_xticks(range(4), TOKENS)
+    axes.set_yticks(range(4), TOKENS)
+    figure.colorbar(image)
+    for tick in axes.yaxis.get_major_ticks()[::2]:  # mixed sides on one axis
+        tick.label1.set_visible(False)
+        tick.label2.set_visible(True)
+    summary, mappable = main_axes(figure)
+    assert figures.ticks_of(summary, "x") == list(zip([0.0, 1.0, 2.0, 3.0], TOKENS, strict=True))
+    assert [label for _, label in figures.ticks_of(summary, "y")] == TOKENS
+    assert figures.has_colorbar(figure_summary(figure), mappable)
+
+
+def test_ticks_outside_the_limits_are_dropped_and_hidden_labels_are_empty():
+    figure = Figure()
+    axes = figure.add_subplot()
+    axes.imshow(WEIGHTS)
+    axes.set_xticks([-3, 0, 1, 2, 3, 9], ["out", *TOKENS, "far"])
+    axes.set_xlim(-0.5, 3.5)
+    axes.tick_params(labelleft=False)
+    summary, _ = main_axes(figure)
+    assert [label for _, label in figures.ticks_of(summary, "x")] == TOKENS
+    assert {label for _, label in figures.ticks_of(summary, "y")} == {""}
+
+
+@pytest.mark.parametrize("kind", ["imshow_lower", "pcolormesh", "imshow_extent"])
+def test_cell_grid_shows_the_matrix_as_on_screen(kind):
+    figure = Figure()
+    axes = figure.add_subplot()
+    if kind == "imshow_lower":
+        axes.imshow(WEIGHTS, origin="lower")
+    elif kind == "pcolormesh":
+        axes.pcolormesh(WEIGHTS)
+    else:
+        axes.imshow(WEIGHTS[::-1], extent=(-1.0, 7.0, 0.0, 12.0))
+    _, mappable = main_axes(figure)
+    grid, xs, ys = figures.cell_grid(mappable, 4)
+    assert figures.orientation(grid, WEIGHTS) == (False, False)  # row 0 has the smallest y
+    assert figures.orientation(grid, WEIGHTS.T) is None
+    centres = np.arange(4.0) + (0.0 if kind == "imshow_lower" else 0.5)
+    if kind == "imshow_extent":
+        centres_x, centres_y = 2 * centres - 1, 3 * centres
+    else:
+        centres_x, centres_y = centres, centres
+    # centres are found up to 1e-6 of the axis span (cells are told apart by rounding)
+    np.testing.assert_allclose(xs, centres_x, atol=1e-5 * np.ptp(centres_x) + 1e-12)
+    np.testing.assert_allclose(ys, centres_y, atol=1e-5 * np.ptp(centres_y) + 1e-12)
+    width = centres_x[1] - centres_x[0]
+    assert figures.tick_placement([(c, "") for c in centres_x], xs) == "centres"
+    assert figures.tick_placement([(c + width / 2, "") for c in centres_x], xs) == "edges"
+    assert figures.tick_placement([(c, "") for c in centres_x[:-1]], xs) is None
+
+
+def test_heatmap_of_wants_exactly_one_heatmap():
+    figure = Figure()
+    axes = figure.add_subplot()
+    axes.imshow(WEIGHTS)
+    axes.imshow(WEIGHTS)
+    with pytest.raises(CheckFailed, match="plot_attention's figure should hold one heatmap"):
+        figures.heatmap_of(figure_summary(figure), "plot_attention's figure")
+
+
+class FakeSubmission:
+    """Calls the given implementation; its exceptions come back as StudentErrors."""
+
+    def __init__(self, implementation):
+        self.implementation = implementation
+
+    def call(self, name, *args, **kwargs):
+        try:
+            return self.implementation(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the student's error, as the sandbox reports it
+            raise StudentError(
+                name, {"type": type(error).__name__, "message": str(error)}
+            ) from None
+
+
+def fails_with(implementation, catalogue, target, *args) -> CheckFailed:
+    with pytest.raises(CheckFailed) as caught:
+        expect_raises(FakeSubmission(implementation), catalogue, target, "ValueError", *args)
+    return caught.value
+
+
+def test_expect_raises_names_the_mistake_that_behaves_the_same():
+    gqa = catalogue_for("ex4_gqa_analysis")
+    right = FakeSubmission(ref4.GroupedQueryAttention)
+    expect_raises(right, gqa, "GroupedQueryAttention", "ValueError", 37, 6, 1)
+    wrong = gqa["assert_not_value_error"].bound("ex4_gqa_analysis")
+    failure = fails_with(wrong, gqa, "GroupedQueryAttention", 37, 6, 1)
+    assert failure.mistake.id == "assert_not_value_error"
+    assert "GroupedQueryAttention(37, 6, 1) should raise ValueError; instead" in failure.message
+    mha = catalogue_for("ex2_attention_heatmap")
+    failure = fails_with(lambda *args: object(), mha, "MultiHeadAttention", 13, 3)
+    assert failure.mistake.id == "no_divisibility_check"  # the one mistake that returns
+    assert failure.message.endswith("but it returned a object")
+
+    def other(*args):
+        raise RuntimeError("no")
+
+    assert fails_with(other, gqa, "GroupedQueryAttention", 37, 6, 1).mistake is None
+
+
+def test_expect_raises_lets_an_unfilled_stub_say_so():
+    def stub(*args):
+        raise NotImplementedError()
+
+    gqa = catalogue_for("ex4_gqa_analysis")
+    with pytest.raises(StudentError, match="not implemented yet"):
+        expect_raises(FakeSubmission(stub), gqa, "GroupedQueryAttention", "ValueError", 37, 6, 1)
+
+
+def test_module_outputs_run_every_class_mistake_on_the_given_weights():
+    sizes = (12, 6, 2)
+    module = ref4.GroupedQueryAttention(*sizes)
+    weights = {key: value.detach().clone() for key, value in module.state_dict().items()}
+    x = torch.randn(2, 5, 12)
+
+    def run(module):
+        return module(x.double()).numpy()
+
+    expected = module_output(ref4.GroupedQueryAttention, sizes, weights, run)
+    np.testing.assert_allclose(expected, module(x).detach().numpy(), atol=1e-5)
+    catalogue = catalogue_for("ex4_gqa_analysis")
+    pairs = module_outputs(catalogue, "GroupedQueryAttention", sizes, weights, run)
+    outcomes = {mistake.id: output for mistake, output in pairs}
+    assert list(outcomes) == [m.id for m in catalogue.for_target("GroupedQueryAttention")]
+    # its W_k has query-head width: the student's weights do not fit
+    assert outcomes["kv_projections_use_query_heads"] == Raised("RuntimeError")
+    scaled = outcomes["no_head_dim_scaling"]
+    assert scaled.shape == expected.shape and not np.allclose(scaled, expected)
+    ran = [mistake.id for mistake, _ in without_raised(pairs)]
+    assert ran == [key for key, output in outcomes.items() if not isinstance(output, Raised)]
+    assert "kv_projections_use_query_heads" not in ran
