@@ -180,9 +180,21 @@ def test_reference_and_checks_are_unreadable_from_the_notebook(tmp_path):
     assert not next(c for c in report.checks if c.name == "test_make_qkv_shapes_and_dtype").passed
 
 
-def test_grading_twice_gives_identical_results(tmp_path):
-    notebook = source_notebook(EXERCISE, replace={WRONG.target: WRONG.source})
-    first = grade(notebook, tmp_path).to_gradescope()
-    second = grade(notebook, tmp_path).to_gradescope()
+@pytest.mark.parametrize(
+    ("exercise", "mistake_id"),
+    [
+        (EXERCISE, "no_sqrt_scaling"),
+        ("ex2_attention_heatmap", "heads_split_without_transpose"),
+        ("ex4_gqa_analysis", "kv_repeat_not_interleave"),
+    ],
+)
+def test_grading_twice_gives_identical_results(exercise, mistake_id, tmp_path):
+    """Messages included: modules a submission builds with unseeded initialisation must come
+    out the same on a regrade."""
+    mistake = catalogue_for(exercise)[mistake_id]
+    notebook = source_notebook(exercise, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    first = grade_notebook(path).to_gradescope()
+    second = grade_notebook(path).to_gradescope()
     first.pop("execution_time"), second.pop("execution_time")
     assert first == second
