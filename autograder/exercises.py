@@ -17,7 +17,7 @@ AUTO_POINTS = 8.0
 MANUAL_POINTS = 2.0
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES_DIR = PROJECT_ROOT / "student_templates"
-DEFAULT_COURSE_DIR = PROJECT_ROOT / "assignments"
+DEFAULT_COURSE_DIR = Path("assignments")  # relative to where attn-grade runs
 
 
 def short_name(exercise: str) -> str:

@@ -83,3 +83,15 @@ def test_template_format_errors_are_reported():
         parse_cells("#%% solution f g h\n")
     with pytest.raises(TemplateError, match="needs a grade id"):
         parse_cells("#%% check\nx\n")
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_committed_source_notebooks_are_current(exercise):
+    """assignments/source holds the built English notebooks; rebuild after changing a template
+    or a reference (`attn-grade build`)."""
+    from autograder.build.course import source_notebook_path
+    from autograder.exercises import PROJECT_ROOT
+
+    committed = source_notebook_path(PROJECT_ROOT / "assignments", exercise)
+    assert committed.exists(), "run `attn-grade build` and commit assignments/source"
+    assert nbformat.read(committed, as_version=4) == source_notebook(exercise)
