@@ -44,8 +44,12 @@ def time_execution(path: Path) -> float:
 
     notebook = nbformat.read(path, as_version=4)
     started = time.perf_counter()
-    NotebookClient(notebook, kernel_name="python3", timeout=600,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook,
+        kernel_name="python3",
+        timeout=600,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
     return time.perf_counter() - started
 
 
@@ -53,7 +57,9 @@ def time_grading(path: Path) -> tuple[float, float]:
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     elapsed = time.perf_counter() - started
     return elapsed, json.loads(done.stdout)["score"]
@@ -88,17 +94,32 @@ def main() -> None:
             gradings = [time_grading(path) for _ in range(args.repeat)]
             execute = statistics.median(executions)
             grade = statistics.median(t for t, _ in gradings)
-            rows.append({"exercise": exercise, "execute_s": round(execute, 2),
-                         "grade_s": round(grade, 2), "ratio": round(grade / execute, 2),
-                         "score": gradings[0][1]})
-            print(f"{exercise:<28} execute {execute:6.2f} s   grade {grade:6.2f} s   "
-                  f"ratio {grade / execute:4.2f}   score {gradings[0][1]:g}/8", flush=True)
+            rows.append(
+                {
+                    "exercise": exercise,
+                    "execute_s": round(execute, 2),
+                    "grade_s": round(grade, 2),
+                    "ratio": round(grade / execute, 2),
+                    "score": gradings[0][1],
+                }
+            )
+            print(
+                f"{exercise:<28} execute {execute:6.2f} s   grade {grade:6.2f} s   "
+                f"ratio {grade / execute:4.2f}   score {gradings[0][1]:g}/8",
+                flush=True,
+            )
     sandbox = time_sandbox(10)
-    summary = {"sandbox_start_teardown_s": {"median": round(statistics.median(sandbox), 3),
-                                            "max": round(max(sandbox), 3)},
-               "exercises": rows}
-    print(f"sandbox start+teardown: median {statistics.median(sandbox):.3f} s, "
-          f"max {max(sandbox):.3f} s (10 runs)")
+    summary = {
+        "sandbox_start_teardown_s": {
+            "median": round(statistics.median(sandbox), 3),
+            "max": round(max(sandbox), 3),
+        },
+        "exercises": rows,
+    }
+    print(
+        f"sandbox start+teardown: median {statistics.median(sandbox):.3f} s, "
+        f"max {max(sandbox):.3f} s (10 runs)"
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "grading_overhead.json").write_text(json.dumps(summary, indent=2) + "\n")
 

@@ -36,9 +36,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int):
         super().__init__()
         if num_heads <= 0 or d_model % num_heads:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads})"
-            )
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         self.num_heads = num_heads
         self.head_dim = d_model // num_heads
         self.W_q = nn.Linear(d_model, d_model)

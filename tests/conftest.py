@@ -5,11 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# Kernels and nbgrader processes started by the tests use one thread each, as the grader's
-# sandbox does: with `pytest -n 2` on two cores, more threads only fight over the cores.
-for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")
-
 import nbformat
 import pytest
 
@@ -17,6 +12,11 @@ from autograder.build.course import build_course
 from autograder.build.notebook import to_notebook
 from autograder.build.render import render_cells
 from autograder.exercises import EXERCISES, short_name
+
+# Kernels and nbgrader processes started by the tests use one thread each, as the grader's
+# sandbox does: with `pytest -n 2` on two cores, more threads only fight over the cores.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
 
 
 def exercise_params(exercises=EXERCISES):

@@ -22,13 +22,19 @@ def tampered(reference: dict) -> dict[str, str]:
     check = next(c for c in cells if c["metadata"]["nbgrader"].get("grade"))
     check["metadata"]["nbgrader"]["points"] = 100
     duplicated = copy.deepcopy(reference)
-    index = next(i for i, c in enumerate(duplicated["cells"])
-                 if c["metadata"].get("nbgrader", {}).get("grade"))
+    index = next(
+        i
+        for i, c in enumerate(duplicated["cells"])
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    )
     duplicated["cells"].insert(index, copy.deepcopy(duplicated["cells"][index]))
     deleted = copy.deepcopy(reference)
-    deleted["cells"] = [c for c in deleted["cells"]
-                        if c["metadata"].get("nbgrader", {}).get("grade_id")
-                        not in ("check_softmax", "demo_attention")]
+    deleted["cells"] = [
+        c
+        for c in deleted["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id")
+        not in ("check_softmax", "demo_attention")
+    ]
     reordered = copy.deepcopy(reference)
     reordered["cells"].reverse()
     return {
@@ -76,9 +82,16 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     done = attn_grade("autograde", EXERCISE, "--course", str(course), "--workers", str(workers))
     assert done.returncode == 0, done.stderr
     graded = scores(course / "gradebook.db", EXERCISE)
-    assert totals(course) == {"alice": 8, "bob": totals(course)["bob"], "carol": 0,
-                              "notjson": 0, "schema99": 8, "duplicated": 8, "deleted": 8,
-                              "reordered": 8}
+    assert totals(course) == {
+        "alice": 8,
+        "bob": totals(course)["bob"],
+        "carol": 0,
+        "notjson": 0,
+        "schema99": 8,
+        "duplicated": 8,
+        "deleted": 8,
+        "reordered": 8,
+    }
     assert 0 < totals(course)["bob"] < 8
     assert all(score == 0 for score in graded["notjson"].values())
     if workers == 2:
@@ -92,5 +105,5 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     assert sdpa["mistakes"] == "no_sqrt_scaling x1"
     feedback = (course / "autograded" / "deleted" / EXERCISE / f"{EXERCISE}.ipynb").read_text()
     assert "cells missing from the submission: check_softmax, demo_attention" in feedback
-    tampered_one = (course / "autograded" / "schema99" / EXERCISE / f"{EXERCISE}.ipynb")
+    tampered_one = course / "autograded" / "schema99" / EXERCISE / f"{EXERCISE}.ipynb"
     assert "was edited (points)" in tampered_one.read_text()

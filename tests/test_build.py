@@ -70,8 +70,9 @@ def test_release_holds_no_reference_code(exercise, release_of):
     assert model_answer.splitlines()[0] not in text
     stubs = [c for c in release["cells"] if c["metadata"].get("nbgrader", {}).get("solution")]
     code_stubs = [c for c in stubs if c["cell_type"] == "code"]
-    assert code_stubs and all("raise NotImplementedError()" in "".join(c["source"])
-                              for c in code_stubs)
+    assert code_stubs and all(
+        "raise NotImplementedError()" in "".join(c["source"]) for c in code_stubs
+    )
 
 
 def test_template_format_errors_are_reported():

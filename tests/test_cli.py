@@ -29,7 +29,8 @@ def test_grade_writes_gradescope_results(tmp_path):
     assert extra["isolation"].startswith("rlimits")
     again = attn_grade("grade", str(path), "--format", "json", "--seed", str(extra["seed"]))
     assert [t["extra_data"]["seed"] for t in json.loads(again.stdout)["tests"]] == [
-        t["extra_data"]["seed"] for t in data["tests"]]
+        t["extra_data"]["seed"] for t in data["tests"]
+    ]
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,10 @@ def test_demo_cycle_on_one_exercise(tmp_path):
     course = tmp_path / "demo"
     done = attn_grade("demo", "ex1", "--course", str(course), "--workers", "2")
     assert done.returncode == 0, done.stderr
-    rows = {r["student_id"]: float(r["raw_score"]) for r in csv.DictReader(
-        (course / "grades.csv").open())}
+    rows = {
+        r["student_id"]: float(r["raw_score"])
+        for r in csv.DictReader((course / "grades.csv").open())
+    }
     assert rows["alice"] == 8 and rows["carol"] == 0 and 0 < rows["bob"] < 8
     for student in ("alice", "bob", "carol"):
         assert (course / "feedback" / student / EXERCISES[0] / f"{EXERCISES[0]}.html").exists()

@@ -25,12 +25,17 @@ def roundtrip(value):
     buffer.seek(0)
     header, blobs = wire.read_frame(buffer)
     return wire.Decoder(blobs, tensor=lambda a, dtype, grad: torch.from_numpy(a)).decode(
-        header["value"])
+        header["value"]
+    )
 
 
 def test_plain_values_roundtrip():
-    value = {"t": (1, 2.5, "x", None, True), "a": np.arange(6.0).reshape(2, 3),
-             "s": np.float32(1.5), "l": [np.int64(3)]}
+    value = {
+        "t": (1, 2.5, "x", None, True),
+        "a": np.arange(6.0).reshape(2, 3),
+        "s": np.float32(1.5),
+        "l": [np.int64(3)],
+    }
     back = roundtrip(value)
     assert back["t"] == (1, 2.5, "x", None, True)
     assert np.array_equal(back["a"], value["a"]) and back["a"].dtype == np.float64
@@ -58,8 +63,10 @@ def submission(*cells: str, **limits) -> Submission:
 
 
 def test_objects_stay_in_the_child_behind_handles():
-    with submission("import numpy as np\nclass Box:\n    def get(self):\n        return 4\n"
-                    "def objects():\n    return np.array([{'a': 1}], dtype=object)") as sub:
+    with submission(
+        "import numpy as np\nclass Box:\n    def get(self):\n        return 4\n"
+        "def objects():\n    return np.array([{'a': 1}], dtype=object)"
+    ) as sub:
         box = sub.call("Box")
         assert box.type.endswith("Box") and box.call("get") == 4
         assert not isinstance(sub.call("objects"), np.ndarray)
@@ -68,48 +75,57 @@ def test_objects_stay_in_the_child_behind_handles():
 
 
 def test_garbage_on_the_channel_is_a_crash_of_the_submission_only():
-    with submission("import os\ndef lie():\n    os.write(int(__import__('sys').argv[2]), "
-                    "b'AGW1' + b'\\xff' * 64)\n    import time; time.sleep(5)") as sub:
+    with submission(
+        "import os\ndef lie():\n    os.write(int(__import__('sys').argv[2]), "
+        "b'AGW1' + b'\\xff' * 64)\n    import time; time.sleep(5)"
+    ) as sub:
         with pytest.raises(SandboxDied) as died:
             sub.call("lie", timeout=10)
         assert died.value.status in ("crashed", "timeout")
 
 
 def test_output_flood_is_stopped():
-    with submission("def flood():\n    while True:\n        print('x' * 10000)",
-                    output_bytes=1 << 20) as sub:
+    with submission(
+        "def flood():\n    while True:\n        print('x' * 10000)", output_bytes=1 << 20
+    ) as sub:
         with pytest.raises(SandboxDied) as died:
             sub.call("flood", timeout=60)
         assert died.value.status == "output_limit"
 
 
 def test_file_size_limit():
-    with submission("def big():\n    open('big.bin', 'wb').write(b'0' * (8 << 20))",
-                    file_size_bytes=1 << 20) as sub:
+    with submission(
+        "def big():\n    open('big.bin', 'wb').write(b'0' * (8 << 20))", file_size_bytes=1 << 20
+    ) as sub:
         with pytest.raises((SandboxDied, StudentError)):
             sub.call("big")
 
 
 def test_environment_is_scrubbed_and_threads_pinned(monkeypatch):
     monkeypatch.setenv("SECRET_TOKEN", "hunter2")
-    with submission("import os\ndef env():\n    return dict(os.environ)\n"
-                    "def cwd():\n    return os.getcwd()") as sub:
+    with submission(
+        "import os\ndef env():\n    return dict(os.environ)\ndef cwd():\n    return os.getcwd()"
+    ) as sub:
         env = sub.call("env")
         assert "SECRET_TOKEN" not in env
         assert env["OMP_NUM_THREADS"] == "1" and env["PYTHONHASHSEED"] == "0"
         assert "attn-grade-sandbox-" in sub.call("cwd")
 
 
-@pytest.mark.skipif(not (isolation.detect().namespaces or isolation.detect().landlock_abi >= 4),
-                    reason="this host offers no network isolation to unprivileged processes")
+@pytest.mark.skipif(
+    not (isolation.detect().namespaces or isolation.detect().landlock_abi >= 4),
+    reason="this host offers no network isolation to unprivileged processes",
+)
 def test_no_network_from_the_child():
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
     try:
-        with submission(f"import socket\ndef connect():\n    socket.create_connection("
-                        f"('127.0.0.1', {port}), timeout=2)\n    return 'connected'") as sub:
+        with submission(
+            f"import socket\ndef connect():\n    socket.create_connection("
+            f"('127.0.0.1', {port}), timeout=2)\n    return 'connected'"
+        ) as sub:
             with pytest.raises(StudentError):
                 sub.call("connect")
     finally:

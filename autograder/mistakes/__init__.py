@@ -32,8 +32,11 @@ def _definition_source(implementation: Callable) -> str:
     line = methods[0].__code__.co_firstlineno
     source = inspect.getsource(inspect.getmodule(implementation))
     for node in ast.walk(ast.parse(source)):
-        if (isinstance(node, ast.ClassDef) and node.name == implementation.__name__
-                and node.lineno <= line <= node.end_lineno):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == implementation.__name__
+            and node.lineno <= line <= node.end_lineno
+        ):
             return ast.get_source_segment(source, node, padded=True)
     return inspect.getsource(implementation)
 
