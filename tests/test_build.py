@@ -96,3 +96,12 @@ def test_committed_source_notebooks_are_current(exercise):
     committed = source_notebook_path(PROJECT_ROOT / "assignments", exercise)
     assert committed.exists(), "run `attn-grade build` and commit assignments/source"
     assert nbformat.read(committed, as_version=4) == source_notebook(exercise)
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_cell_roles_without_code_match_the_full_render(exercise):
+    """Grading reads the cell roles from a render without reference code (no torch import)."""
+    from autograder.build.render import cell_roles
+
+    full = {c.grade_id: c.role for c in render_cells(exercise) if c.grade_id}
+    assert cell_roles(exercise) == full

@@ -1,0 +1,1 @@
+"""Build student notebooks from templates + reference solutions, and the nbgrader course."""

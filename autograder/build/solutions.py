@@ -1,0 +1,132 @@
+"""Turn reference modules into notebook code: the setup cell and one solution cell per name.
+
+A solution cell keeps the signature and docstring of the reference and wraps every body in
+nbgrader's `### BEGIN SOLUTION` / `### END SOLUTION`, so generate_assignment leaves a stub.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+@dataclass(frozen=True)
+class ParsedModule:
+    lines: tuple[str, ...]
+    tree: ast.Module
+
+    def segment(self, first: int, last: int) -> list[str]:
+        """Source lines first..last, 1-based and inclusive."""
+        return list(self.lines[first - 1 : last])
+
+
+@cache
+def parse(module: ModuleType) -> ParsedModule:
+    source = inspect.getsource(module)
+    return ParsedModule(tuple(source.splitlines()), ast.parse(source))
+
+
+def setup_source(module: ModuleType) -> str:
+    """The module's top-level import statements, as the notebook's setup cell."""
+    parsed = parse(module)
+    imports = [node for node in parsed.tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    return "\n".join(
+        line for node in imports for line in parsed.segment(node.lineno, node.end_lineno)
+    )
+
+
+def public_names(module: ModuleType) -> list[str]:
+    """Public functions and classes of a reference module, in source order."""
+    return [
+        node.name
+        for node in parse(module).tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+    ]
+
+
+def _definition(module: ModuleType, name: str) -> ast.FunctionDef | ast.ClassDef:
+    for node in parse(module).tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+            return node
+    raise KeyError(f"{module.__name__} defines no function or class {name!r}")
+
+
+def _header_end(node: ast.FunctionDef | ast.ClassDef) -> int:
+    """Last line of the signature, or of the docstring when there is one."""
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
+        if isinstance(first.value.value, str):
+            return first.end_lineno
+    return first.lineno - 1
+
+
+def _start(node: ast.FunctionDef | ast.ClassDef) -> int:
+    return min([node.lineno] + [d.lineno for d in node.decorator_list])
+
+
+def _function_lines(parsed: ParsedModule, node: ast.FunctionDef) -> list[str]:
+    header_end = _header_end(node)
+    body = parsed.segment(header_end + 1, node.end_lineno)
+    while body and not body[0].strip():
+        body.pop(0)
+    indent = body[0][: len(body[0]) - len(body[0].lstrip())]
+    return [
+        *parsed.segment(_start(node), header_end),
+        indent + BEGIN,
+        *body,
+        indent + END,
+    ]
+
+
+def _body_ranges(node: ast.FunctionDef | ast.ClassDef) -> list[tuple[int, int]]:
+    """(first, last) line ranges of what is hidden: function bodies after the docstring."""
+    if isinstance(node, ast.FunctionDef):
+        return [(_header_end(node) + 1, node.end_lineno)]
+    return [
+        rng for item in node.body if isinstance(item, ast.FunctionDef) for rng in _body_ranges(item)
+    ]
+
+
+def solution_source(module: ModuleType, name: str) -> str:
+    """Notebook source of the solution cell for function or class `name`."""
+    parsed = parse(module)
+    node = _definition(module, name)
+    if isinstance(node, ast.FunctionDef):
+        return "\n".join(_function_lines(parsed, node))
+    lines = parsed.segment(_start(node), _header_end(node))
+    position = _header_end(node) + 1
+    methods = [item for item in node.body if isinstance(item, ast.FunctionDef)]
+    for method in methods:
+        lines += parsed.segment(position, _start(method) - 1)
+        lines += _function_lines(parsed, method)
+        position = method.end_lineno + 1
+    return "\n".join(lines)
+
+
+def hidden_body_lines(module: ModuleType) -> set[str]:
+    """Every stripped line of a solution body that holds code (not only brackets): what the
+    release must not contain."""
+    parsed = parse(module)
+    hidden: set[str] = set()
+    for name in public_names(module):
+        for first, last in _body_ranges(_definition(module, name)):
+            hidden.update(
+                line.strip()
+                for line in parsed.segment(first, last)
+                if any(char.isalnum() for char in line)
+            )
+    return hidden
+
+
+def student_source(module: ModuleType, name: str) -> str:
+    """The solution cell as a student who solved it would leave it: no nbgrader markers."""
+    return "\n".join(
+        line
+        for line in solution_source(module, name).splitlines()
+        if line.strip() not in (BEGIN, END)
+    )
