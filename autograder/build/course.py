@@ -50,9 +50,9 @@ def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess
 def write_config(
     course_dir: Path, *, db_url: str | None = None, exchange_root: str | None = None
 ) -> Path:
-    text = jinja2.Template(_CONFIG_TEMPLATE.read_text(), trim_blocks=True).render(
-        course_id=COURSE_ID, db_url=db_url, exchange_root=exchange_root
-    )
+    text = jinja2.Template(
+        _CONFIG_TEMPLATE.read_text(), trim_blocks=True, keep_trailing_newline=True
+    ).render(course_id=COURSE_ID, db_url=db_url, exchange_root=exchange_root)
     path = course_dir / "nbgrader_config.py"
     path.write_text(text)
     return path
