@@ -78,11 +78,33 @@ class Handle:
             raise Unavailable("an object of the submission was lost when its process restarted")
         return {"$handle": self.id}
 
-    def __call__(self, *args, **kwargs):
-        return self._submission._call(self.__agw_tag__(), None, args, kwargs)
+    @property
+    def name(self) -> str:
+        """The object's class name, for messages."""
+        return self.type.rsplit(".", 1)[-1]
+
+    def __call__(self, *args, timeout: float | None = None, **kwargs):
+        return self._submission._call(
+            self.__agw_tag__(), None, args, kwargs, timeout=timeout, what=f"{self.name}(...)"
+        )
 
     def call(self, method: str, *args, timeout: float | None = None, **kwargs):
-        return self._submission._call(self.__agw_tag__(), method, args, kwargs, timeout=timeout)
+        return self._submission._call(
+            self.__agw_tag__(),
+            method,
+            args,
+            kwargs,
+            timeout=timeout,
+            what=f"{self.name}.{method}()",
+        )
+
+    def call_recording_warnings(self, method: str | None, *args, **kwargs):
+        """Like `call` (or calling the object itself when `method` is None), under NumPy's
+        default error state; returns (value, warnings raised)."""
+        what = f"{self.name}.{method}()" if method else f"{self.name}(...)"
+        return self._submission._call(
+            self.__agw_tag__(), method, args, kwargs, record_warnings=True, what=what
+        )
 
     def getattr(self, name: str):
         return self._submission._request(

@@ -6,6 +6,7 @@ import csv
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from autograder.exercises import short_name
 from autograder.grading.results import GradeReport
 
 FIELDS = ("exercise", "check", "grade_id", "points", "passed", "graded", "pass_rate", "mistakes")
@@ -54,5 +55,7 @@ def format_items(rows: list[dict]) -> str:
     lines = [f"{'check':<52} {'passed':>9}  named mistakes"]
     for row in rows:
         count = f"{row['passed']}/{row['graded']}"
-        lines.append(f"{row['exercise'][:4]} {row['check']:<47} {count:>9}  {row['mistakes']}")
+        lines.append(
+            f"{short_name(row['exercise']):<4} {row['check']:<47} {count:>9}  {row['mistakes']}"
+        )
     return "\n".join(lines)
