@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from autograder.exercises import PROJECT_ROOT
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade
@@ -73,3 +74,18 @@ def test_usage_errors_exit_2(tmp_path):
     assert attn_grade("grade", str(anonymous), "--exercise", "ex9").returncode == 2
     assert attn_grade("grade").returncode == 2
     assert attn_grade("grade", str(anonymous), "--format", "xml").returncode == 2
+
+
+def test_build_in_korean_through_nbgrader(tmp_path):
+    course = tmp_path / "course"
+    done = attn_grade("build", "ex1", "--lang", "ko", "--course", str(course))
+    assert done.returncode == 0, done.stderr
+    release = json.loads((course / "release" / EXERCISE / f"{EXERCISE}.ipynb").read_text())
+    assert release["metadata"]["attn_grade"]["lang"] == "ko"
+    prose = "".join("".join(c["source"]) for c in release["cells"] if c["cell_type"] == "markdown")
+    assert "연습" in prose
+    ids = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in release["cells"]]
+    english = json.loads(
+        (PROJECT_ROOT / "assignments" / "source" / EXERCISE / f"{EXERCISE}.ipynb").read_text()
+    )
+    assert ids == [c["metadata"].get("nbgrader", {}).get("grade_id") for c in english["cells"]]

@@ -70,6 +70,9 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
     nbgrader(course, "collect", exercise)
     nbgrader(course, "autograde", exercise)
     nbgrader(course, "generate_feedback", exercise)
+    nbgrader(course, "release_feedback", exercise)
+    released = list((exchange / COURSE / "feedback").glob("*.html"))
+    assert len(released) == len(students), "release_feedback puts every student's feedback out"
 
     auto = scores(course / "gradebook.db", exercise)
     totals = {

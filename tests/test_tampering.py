@@ -64,6 +64,23 @@ def test_patching_gains_nothing(patch, honest_wrong, tmp_path):
     assert scores(report) == honest_wrong
 
 
+def test_magics_and_shell_escapes_never_run_commands(tmp_path):
+    marker = Path("/tmp") / f"attn-grade-shell-{uuid.uuid4().hex}"
+    cells = [
+        "%matplotlib inline\n%load_ext autoreload",
+        f"!touch {marker}\nlisting = !ls /",
+        f"%%bash\ntouch {marker}",
+        "%%time\ntimed_here = 42",
+        "%time also_timed = 7",
+    ]
+    notebook = with_student_cells(source_notebook(EXERCISE), *cells)
+    report = grade(notebook, tmp_path)
+    assert report.score == 8 and report.status == "ok"
+    assert not marker.exists()
+    assert any("ignored shell command" in m for m in report.messages)
+    assert not any("raised" in m for m in report.messages), report.messages
+
+
 def test_results_file_written_by_grader_only(tmp_path):
     results = tmp_path / "results.json"
     notebook = source_notebook(EXERCISE, replace={WRONG.target: WRONG.source})
