@@ -184,6 +184,25 @@ def test_no_process_survives_grading(mode, tmp_path):
     assert _processes_with(marker) == []
 
 
+@pytest.mark.parametrize("mode", ["detected", "rlimits"])
+def test_killing_the_supervisor_gains_nothing(mode, tmp_path):
+    marker = f"attn-grade-orphan-{uuid.uuid4().hex}"
+    attack = LINGER.format(marker=marker) + "import signal\nos.kill(os.getppid(), signal.SIGKILL)"
+    notebook = with_student_cells(source_notebook(EXERCISE), attack)
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ATTN_GRADE_ISOLATION": mode},
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["score"] == 8
+    # Namespaces (pid 1) or Landlock (signal scope) protect the supervisor; without them the
+    # grader adopts the orphans (child subreaper) and kills them when the sandbox closes.
+    assert _processes_with(marker) == []
+
+
 @pytest.mark.skipif(
     not isolation.detect().landlock_abi, reason="this kernel has no Landlock: files are readable"
 )

@@ -188,6 +188,8 @@ class Submission:
                     {"op": "exec", "source": cell.source, "label": cell.label},
                     timeout=self.budget.cell_timeout,
                 )
+                if not self.sandbox.alive:  # the cell killed the supervisor, yet answered
+                    raise SandboxDied("crashed", "the notebook killed the sandbox's supervisor")
             except SandboxDied as died:
                 self._record(died, f"{cell.label}")
                 self.skipped.add(cell.label)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
 import select
@@ -21,6 +23,50 @@ from autograder.sandbox.runtime import wire
 RUNTIME_DIR = Path(__file__).with_name("runtime")
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
 RUNTIME_FILES = ("child.py", "wire.py", "probes.py")
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _my_children() -> set[int]:
+    """Pids whose parent is this process, read from /proc."""
+    me, found = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    if int(stat.read().rsplit(b")", 1)[1].split()[1]) == me:
+                        found.add(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+@functools.cache
+def _adopt_orphans() -> None:
+    """Make this process a child subreaper: processes of a sandbox whose supervisor was killed
+    (possible only without namespaces and Landlock's signal scoping) are re-parented here
+    instead of to init, so that close() can still find and kill them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _kill_adopted(known: set[int]) -> None:
+    """Kill and reap this process's children that it did not start (adopted orphans)."""
+    for _ in range(50):
+        strays = _my_children() - known
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 class SandboxDied(Exception):
@@ -101,6 +147,7 @@ class Sandbox:
         self._output_total = 0
         self._output_thread: threading.Thread | None = None
         self._dead: SandboxDied | None = None
+        self._known_children: set[int] | None = None
         self.landlock_abi = 0
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -139,6 +186,8 @@ class Sandbox:
             ),
         }
         command = [*self.isolation.command_prefix(), sys.executable, "-s", str(SUPERVISOR)]
+        _adopt_orphans()
+        self._known_children = _my_children()
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -149,6 +198,7 @@ class Sandbox:
             cwd=self.workdir,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
         )
+        self._known_children.add(self.process.pid)
         for fd in (request_read, response_write, output_write):
             os.close(fd)
         self._output_thread = threading.Thread(target=self._collect_output, daemon=True)
@@ -267,6 +317,9 @@ class Sandbox:
                 except OSError:
                     pass
                 setattr(self, fd, None)
+        if self._known_children is not None:
+            _kill_adopted(self._known_children)
+            self._known_children = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
