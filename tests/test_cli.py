@@ -41,8 +41,10 @@ def test_grade_writes_gradescope_results(tmp_path):
         ('{"hello": "world"}', "not a Jupyter notebook"),
         ('{"cells": [], "nbformat": 3}', "only nbformat 4"),
         ("x" * (MAX_NOTEBOOK_BYTES + 1), "notebooks over"),
+        ("[" * 200_000 + "]" * 200_000, "nested too deeply"),
+        ('{"cells": [42], "nbformat": 4}', "cell 1 is not an object"),
     ],
-    ids=["not_json", "not_a_notebook", "old_format", "too_large"],
+    ids=["not_json", "not_a_notebook", "old_format", "too_large", "deep", "bad_cell"],
 )
 def test_ungradable_file_is_a_graded_outcome(content, reason, tmp_path):
     path = tmp_path / f"{EXERCISE}.ipynb"

@@ -86,6 +86,8 @@ def read_json(path: Path) -> dict:
         notebook = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as error:
         raise InvalidNotebook(f"the file is not valid JSON ({error})") from None
+    except RecursionError:
+        raise InvalidNotebook("the file's JSON is nested too deeply to be a notebook") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         raise InvalidNotebook("the file is JSON but not a Jupyter notebook (no list of cells)")
     if notebook.get("nbformat") != 4:
