@@ -54,13 +54,8 @@ class Budget:
 
 
 def _tensor(array: np.ndarray, dtype: str, requires_grad: bool):
-    import torch
-
-    tensor = torch.from_numpy(np.array(array))
-    target = getattr(torch, dtype, None)
-    if isinstance(target, torch.dtype) and tensor.dtype != target:
-        tensor = tensor.to(target)
-    return tensor
+    """Tensors from the child come back without autograd state (it stays in the child)."""
+    return wire.to_tensor(array, dtype)
 
 
 class Handle:

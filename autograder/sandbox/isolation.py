@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import site
@@ -10,6 +9,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cache
+
+from autograder.sandbox.supervisor import landlock_abi
 
 NAMESPACE_FLAGS = (
     "--user",
@@ -41,12 +42,6 @@ class Isolation:
         return [shutil.which("unshare"), *NAMESPACE_FLAGS] if self.namespaces else []
 
 
-def _landlock_abi() -> int:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return max(int(libc.syscall(444, None, 0, 1)), 0)
-
-
 def _namespaces_work() -> bool:
     unshare = shutil.which("unshare")
     if unshare is None:
@@ -68,7 +63,7 @@ def detect() -> Isolation:
     """Probe the host. ATTN_GRADE_ISOLATION=rlimits turns the optional layers off (for tests)."""
     if os.environ.get("ATTN_GRADE_ISOLATION") == "rlimits":
         return Isolation(namespaces=False, landlock_abi=0)
-    return Isolation(namespaces=_namespaces_work(), landlock_abi=_landlock_abi())
+    return Isolation(namespaces=_namespaces_work(), landlock_abi=landlock_abi())
 
 
 def readable_paths() -> list[str]:

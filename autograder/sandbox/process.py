@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import wire
+from autograder.sandbox.supervisor import children_by_parent
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
@@ -30,16 +31,7 @@ PR_SET_CHILD_SUBREAPER = 36
 
 def _my_children() -> set[int]:
     """Pids whose parent is this process, read from /proc."""
-    me, found = os.getpid(), set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as stat:
-                    if int(stat.read().rsplit(b")", 1)[1].split()[1]) == me:
-                        found.add(int(entry))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
+    return set(children_by_parent().get(os.getpid(), []))
 
 
 @functools.cache

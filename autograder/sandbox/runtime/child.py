@@ -82,13 +82,7 @@ class Server:
 
     @staticmethod
     def _tensor(array, dtype, requires_grad):
-        import torch
-
-        tensor = torch.from_numpy(array.copy())
-        target = getattr(torch, dtype, None)
-        if isinstance(target, torch.dtype) and tensor.dtype != target:
-            tensor = tensor.to(target)
-        return tensor.requires_grad_(requires_grad)
+        return wire.to_tensor(array, dtype).requires_grad_(requires_grad)
 
     def decode(self, data, blobs):
         return wire.Decoder(blobs, handle=self._lookup_handle, tensor=self._tensor).decode(data)

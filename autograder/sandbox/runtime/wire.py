@@ -79,6 +79,17 @@ def npy_to_array(blob: bytes):
         raise ProtocolError(f"invalid .npy blob: {error}") from None
 
 
+def to_tensor(array, dtype: str):
+    """A torch tensor holding a copy of `array`, converted to torch dtype `dtype` if named."""
+    import torch
+
+    tensor = torch.from_numpy(array.copy())
+    target = getattr(torch, dtype, None)
+    if isinstance(target, torch.dtype) and tensor.dtype != target:
+        tensor = tensor.to(target)
+    return tensor
+
+
 class Encoder:
     """Encode Python values to JSON-able data plus blobs.
 
