@@ -74,7 +74,10 @@ def precompute_in_parallel(submissions: list[Submitted], workers: int) -> None:
         }
         for future in as_completed(futures):
             item = futures[future]
-            key, report, reason = future.result()
+            try:
+                key, report, reason = future.result()
+            except Exception as error:  # noqa: BLE001 - phase 2 grades it again, records failures
+                key, report, reason = None, None, f"worker failed ({type(error).__name__})"
             if key is None:
                 progress.step(f"{item.student}/{item.exercise}: {reason}")
                 continue
