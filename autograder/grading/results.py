@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from autograder.exercises import AUTO_POINTS, MANUAL_POINTS
+from autograder.status import Status
+from autograder.versions import CHECKS_VERSION, grader_version
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class CheckResult:
 @dataclass
 class GradeReport:
     exercise: str | None
-    status: str = "ok"  # ok, timeout, memory, crashed, output_limit, file_size, invalid_notebook
+    status: str = Status.OK  # one of autograder.status.Status
     checks: list[CheckResult] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # notebook-level notes for the student
     isolation: str = ""
@@ -82,6 +84,8 @@ class GradeReport:
                 "isolation": self.isolation,
                 "seed": self.seed,
                 "manual_points_pending": MANUAL_POINTS,
+                "grader_version": grader_version(),
+                "checks_version": CHECKS_VERSION,
             },
         }
 

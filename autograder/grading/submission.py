@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autograder.sandbox.limits import Limits
+from autograder.status import worse
 from autograder.sandbox.process import Sandbox, SandboxDied
 from autograder.sandbox.runtime import wire
 
-# How bad a sandbox status is, for the submission's overall status.
-SEVERITY = {"ok": 0, "crashed": 1, "file_size": 2, "memory": 3, "timeout": 4, "output_limit": 5}
 
 
 class StudentError(Exception):
@@ -129,8 +128,7 @@ class Submission:
 
     # -- life cycle ----------------------------------------------------------------------------
     def _record(self, died: SandboxDied, where: str) -> None:
-        if SEVERITY.get(died.status, 1) > SEVERITY.get(self.status, 0):
-            self.status = died.status
+        self.status = worse(self.status, died.status)
         self.events.append(f"{where}: {died.detail} [{died.status}]")
 
     def start_in_background(self) -> None:
