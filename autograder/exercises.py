@@ -15,8 +15,9 @@ EXERCISES: tuple[str, ...] = (
 )
 AUTO_POINTS = 8.0
 MANUAL_POINTS = 2.0
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES_DIR = PROJECT_ROOT / "student_templates"
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout in an editable install (tests, lint)
+TEMPLATES_DIR = PACKAGE_DIR / "templates"  # package data: works from a wheel install too
 DEFAULT_COURSE_DIR = Path("assignments")  # relative to where attn-grade runs
 
 
@@ -38,4 +39,4 @@ def reference_module(exercise: str) -> ModuleType:
 
 
 def checks_module_path(exercise: str) -> Path:
-    return Path(__file__).resolve().parent / "checks" / f"{resolve(exercise)}.py"
+    return PACKAGE_DIR / "checks" / f"{resolve(exercise)}.py"
