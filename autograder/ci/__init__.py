@@ -1,0 +1,1 @@
+"""Grading in CI: JUnit XML, GitHub Classroom, Gradescope (one module per platform)."""
