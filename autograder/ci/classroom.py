@@ -7,7 +7,8 @@ the console shows (passed tests / tests) x `max_score` per runner, while the gra
 (the "Autograding report" notice) is the sum of `tests[].score`. With weighted checks those
 disagree, so every check is its own runner holding one test: then both numbers are that
 check's points, and both totals are the sum over checks. `test_code` is never set (the
-reporter would print it).
+reporter would print it). The reporter prints a failed test's name, not its message, so a
+failed check's name ends with its message.
 
 `environment_lines` is what `attn-grade grade --format github-classroom` prints, ready to be
 appended to `$GITHUB_ENV`: `ATTN_GRADE_RUNNERS=<names>` and one `<NAME>_RESULTS=` per runner.
@@ -25,6 +26,7 @@ from autograder.versions import CHECKS_VERSION, grader_version
 
 RUNNERS_VARIABLE = "ATTN_GRADE_RUNNERS"
 FORMAT_VERSION = 1
+MESSAGE_LIMIT = 300  # characters of a failed check's message shown in its name
 
 
 def runner_results(report: GradeReport) -> list[tuple[str, dict]]:
@@ -35,7 +37,7 @@ def runner_results(report: GradeReport) -> list[tuple[str, dict]]:
     for index, check in enumerate(report.checks, start=1):
         status = "pass" if check.passed else "fail"
         test = {
-            "name": f"{check.name} ({check.max_points:g} pt)",
+            "name": test_name(check.name, check.max_points, "" if check.passed else check.message),
             "status": status,
             "score": check.points,
             "message": check.message,
@@ -62,6 +64,17 @@ def runner_results(report: GradeReport) -> list[tuple[str, dict]]:
         results = {"version": FORMAT_VERSION, "status": "error", "max_score": 0, "tests": [note]}
         runners.append((f"{prefix}notes", results))
     return runners
+
+
+def test_name(name: str, points: float, message: str) -> str:
+    """The reporter prints a failed test's name but not its message: the name carries it."""
+    text = f"{name} ({points:g} pt)"
+    message = " ".join(message.split())
+    if message:
+        text += (
+            f": {message[: MESSAGE_LIMIT - 1]}…" if len(message) > MESSAGE_LIMIT else f": {message}"
+        )
+    return text
 
 
 def _extra_data(report: GradeReport) -> dict:
