@@ -5,16 +5,20 @@
 set -euo pipefail
 ROOT="${ATTN_GRADE_AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${ATTN_GRADE_PYTHON:-python3.11}"
-if ! command -v "$PYTHON" >/dev/null; then
+if [ ! -x "$ROOT/venv/bin/attn-grade" ] && ! command -v "$PYTHON" >/dev/null; then
   apt-get update
   apt-get install -y software-properties-common
   add-apt-repository -y ppa:deadsnakes/ppa
   apt-get update
   apt-get install -y python3.11 python3.11-venv
 fi
-"$PYTHON" -m venv "$ROOT/venv"
-"$ROOT/venv/bin/pip" install --extra-index-url https://download.pytorch.org/whl/cpu \
-  "$ROOT"/source/attn_grade-*.whl
+if [ ! -x "$ROOT/venv/bin/attn-grade" ]; then
+  "$PYTHON" -m venv "$ROOT/venv"
+  "$ROOT/venv/bin/pip" install --extra-index-url https://download.pytorch.org/whl/cpu \
+    "$ROOT"/source/attn_grade-*.whl
+fi
 SITE="$("$ROOT/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-chown -R root:root "$ROOT/source" "$SITE/autograder" "$SITE/reference"
+if [ "$(id -u)" = 0 ]; then
+  chown -R root:root "$ROOT/source" "$SITE/autograder" "$SITE/reference"
+fi
 chmod -R go-rwx "$ROOT/source" "$SITE/autograder" "$SITE/reference"
