@@ -84,10 +84,14 @@ def student_id(root: Path) -> str:
 
 def pick_notebook(submission: Path, exercise: str) -> tuple[Path | None, str | None]:
     """The notebook to grade, or None and why (names are the student's: never trusted)."""
+    inside = submission.resolve()
     found = sorted(
         path
         for path in submission.rglob("*.ipynb")
-        if ".ipynb_checkpoints" not in path.parts and path.is_file() and not path.is_symlink()
+        if ".ipynb_checkpoints" not in path.parts
+        and path.is_file()
+        and not path.is_symlink()
+        and path.resolve().is_relative_to(inside)
     )
     named = [path for path in found if path.name == f"{exercise}.ipynb"]
     if named:
