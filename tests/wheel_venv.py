@@ -1,13 +1,16 @@
 """A fresh venv with attn-grade installed from its wheel, without downloading anything.
 
-The venv's dependencies are hard links to this venv's site-packages (same layout as a real
-install, so Landlock's read list and the child's imports behave as they would), minus
-attn-grade's own editable install; then pip installs the wheel with `--no-deps`.
+The venv's dependencies are hard links to this venv's site-packages (copies across file
+systems): the same layout as a real install, so Landlock's read list and the child's imports
+behave as they would. attn-grade's own editable install is left out; then pip installs the
+wheel with `--no-deps`.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -25,9 +28,19 @@ def _link_tree(source: Path, target: Path) -> None:
                 destination = target / Path(folder).relative_to(source)
                 destination.mkdir(parents=True, exist_ok=True)
                 for name in files:
-                    os.link(Path(folder) / name, destination / name)
+                    _link(Path(folder) / name, destination / name)
         else:
-            os.link(entry, target / entry.name, follow_symlinks=False)
+            _link(entry, target / entry.name)
+
+
+def _link(source: Path, target: Path) -> None:
+    """A hard link, or a copy when the two venvs are on different file systems (slower)."""
+    try:
+        os.link(source, target, follow_symlinks=False)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        shutil.copy2(source, target, follow_symlinks=False)
 
 
 def _copy_scripts(source_bin: Path, target_bin: Path) -> None:
