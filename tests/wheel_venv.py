@@ -61,6 +61,10 @@ def install_wheel(wheel: Path, venv: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
     _link_tree(Path(sysconfig.get_paths()["purelib"]), site)
+    share = Path(sys.prefix) / "share"  # data files of the dependencies (nbconvert templates)
+    if share.is_dir():
+        (venv / "share").mkdir()
+        _link_tree(share, venv / "share")
     _copy_scripts(Path(sys.executable).parent, venv / "bin")
     pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
     subprocess.run(
