@@ -119,3 +119,14 @@ def test_junit_drops_characters_xml_cannot_hold():
     text = ET.tostring(junit_tree(report).getroot(), encoding="unicode")
     failure = ET.fromstring(text).find(".//failure")
     assert failure.get("message") == "bad[31m out"
+
+
+def test_student_repo_script_prints_reporter_environment(monkeypatch, capsys):
+    from autograder.ci.student_repo import visible_checks
+
+    tests = [{"name": "check_softmax", "status": "pass", "score": 0, "message": ""}]
+    monkeypatch.setattr(visible_checks, "check_outcomes", lambda path: tests)
+    assert visible_checks.main(["notebook.ipynb"]) == 0
+    (name, results), *_ = decode_environment(capsys.readouterr().out)
+    assert name == "visible" and results == visible_checks.reporter_results(tests)
+    assert results["status"] == "pass" and results["max_score"] == 0

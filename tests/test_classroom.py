@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from autograder.build.course import build_course
-from autograder.ci.student_repo.visible_checks import check_outcomes
+from autograder.ci.classroom import reporter_totals
+from autograder.ci.student_repo.visible_checks import check_outcomes, reporter_results
 from autograder.exercises import checks_module_path
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade, nbgrader, submission_text
@@ -81,6 +82,8 @@ def test_init_writes_a_student_repo_with_visible_checks_only(tmp_path):
 
     blank = check_outcomes(str(repo / NOTEBOOK))
     assert blank and all(test["status"] == "fail" for test in blank)
+    results = reporter_results(blank)
+    assert results["status"] == "fail" and reporter_totals([("visible", results)]) == (0, 0, 0)
     solved = write_notebook(source_notebook(EXERCISE), tmp_path / NOTEBOOK)
     assert [t["status"] for t in check_outcomes(str(solved))] == ["pass"] * len(blank)
 

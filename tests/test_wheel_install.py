@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -55,3 +56,18 @@ def test_wheel_install_builds_and_grades_from_another_directory(wheel_bin, tmp_p
             assert (result["score"], result["max_score"]) == (expected, 8), (kind, result)
             assert result["extra_data"]["status"] == "ok"
             assert result["extra_data"]["checks_version"] == CHECKS_VERSION
+
+
+def test_wheel_install_writes_the_ci_bundles(wheel_bin, tmp_path):
+    """The classroom template and the Gradescope bundle come from package data; without a
+    checkout the bundle needs --wheel."""
+    done = run(wheel_bin, tmp_path, "classroom", "init", "ex1", "repo")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "repo" / ".github" / "attn-grade" / "visible_checks.py").is_file()
+    done = run(wheel_bin, tmp_path, "gradescope", "ex1", "--out", "a.zip")
+    assert done.returncode == 2 and "pass --wheel" in done.stderr
+    (wheel,) = (wheel_bin.parent.parent / "wheel").glob("attn_grade-*.whl")
+    done = run(wheel_bin, tmp_path, "gradescope", "ex1", "--out", "a.zip", "--wheel", str(wheel))
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(tmp_path / "a.zip") as bundle:
+        assert {"setup.sh", "run_autograder", wheel.name} <= set(bundle.namelist())

@@ -46,14 +46,18 @@ def check_outcomes(path: str) -> list[dict]:
     return tests
 
 
+def reporter_results(tests: list[dict]) -> dict:
+    """The reporter's JSON for the visible checks: pass/fail only, no points recorded."""
+    failed = not tests or any(test["status"] != "pass" for test in tests)
+    return {"version": 1, "status": "fail" if failed else "pass", "max_score": 0, "tests": tests}
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
     tests = check_outcomes(argv[0])
-    failed = any(test["status"] != "pass" for test in tests)
-    results = {"version": 1, "status": "fail" if failed else "pass", "max_score": 0}
-    results["tests"] = tests
+    results = reporter_results(tests)
     encoded = base64.b64encode(json.dumps(results).encode()).decode("ascii")
     print("ATTN_GRADE_RUNNERS=visible")
     print(f"VISIBLE_RESULTS={encoded}")
