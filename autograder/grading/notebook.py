@@ -7,7 +7,6 @@ hidden checks replace the former, and the latter only re-run the student's code 
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,22 +37,6 @@ def _source(cell: dict) -> str:
     if isinstance(source, str):
         return source
     raise InvalidNotebook("a cell's source is neither text nor a list of lines")
-
-
-def python_source(source: str) -> str:
-    """IPython syntax (magics, `!shell`) rewritten to plain Python calls of `get_ipython()`,
-    which the child answers harmlessly. Plain Python is returned unchanged."""
-    try:
-        ast.parse(source)
-        return source
-    except (SyntaxError, ValueError):
-        pass
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - the child reports the syntax error
-        return source
 
 
 def _grade_id(cell: dict) -> str | None:
@@ -117,7 +100,7 @@ def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
             continue
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         program = setup if role == "setup" else loaded.program
-        program.append(ProgramCell(label, python_source(_source(cell))))
+        program.append(ProgramCell(label, _source(cell)))
     # Our setup cells (the imports) run first wherever they ended up, so a notebook whose cells
     # were moved around still gets its imports before its definitions.
     loaded.program[:0] = setup
