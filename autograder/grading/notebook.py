@@ -40,7 +40,8 @@ def _source(cell: dict) -> str:
 
 
 def _grade_id(cell: dict) -> str | None:
-    nbgrader = (cell.get("metadata") or {}).get("nbgrader")
+    metadata = cell.get("metadata")
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
     if isinstance(nbgrader, dict) and isinstance(nbgrader.get("grade_id"), str):
         return nbgrader["grade_id"]
     return None
@@ -60,6 +61,8 @@ def declared_exercise(notebook: dict) -> str | None:
 
 
 def read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise InvalidNotebook("not a regular file")
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
         raise InvalidNotebook(
@@ -68,7 +71,9 @@ def read_json(path: Path) -> dict:
     try:
         notebook = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidNotebook(f"the file is not valid JSON ({error})") from None
+        raise InvalidNotebook(f"the file is not valid JSON ({str(error)[:200]})") from None
+    except OSError as error:
+        raise InvalidNotebook(f"the file cannot be read ({error.strerror})") from None
     except RecursionError:
         raise InvalidNotebook("the file's JSON is nested too deeply to be a notebook") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
@@ -82,7 +87,18 @@ def read_json(path: Path) -> dict:
 
 def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
     """The cells to run, with labels for messages: setup cells first, then the others in
-    notebook order."""
+    notebook order. InvalidNotebook for any structure that cannot be read as a notebook."""
+    try:
+        return _program_of(notebook, exercise)
+    except InvalidNotebook:
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as error:
+        raise InvalidNotebook(
+            f"the notebook's structure is malformed ({type(error).__name__})"
+        ) from None
+
+
+def _program_of(notebook: dict, exercise: str) -> LoadedNotebook:
     roles = cell_roles(exercise)
     loaded = LoadedNotebook(exercise)
     seen: dict[str, int] = {}
