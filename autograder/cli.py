@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from autograder._speedups import skip_slow_optional_imports
+from autograder.errors import AttnGradeError
 from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
+from autograder.grading.text import clean_text
+from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
@@ -46,7 +50,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         report = grade_notebook(path, exercise=args.exercise, student=args.student, seed=args.seed)
-    except (UnknownExercise, ValueError) as error:
+    except UnknownExercise as error:
         print(f"attn-grade grade: {error}", file=sys.stderr)
         return EXIT_USAGE
     except GraderError as error:
@@ -188,6 +192,7 @@ def add_ci_commands(commands) -> None:
         "gradescope-run", help="(inside Gradescope) grade and write results"
     )
     inside.add_argument("--root", help="default: $ATTN_GRADE_AUTOGRADER_ROOT or /autograder")
+    _isolation_option(inside)
     inside.set_defaults(run=cmd_gradescope_run)
 
 
@@ -214,6 +219,28 @@ def _version_text() -> str:
     from autograder.versions import CHECKS_VERSION, grader_version
 
     return f"attn-grade {grader_version()} (checks {CHECKS_VERSION})"
+
+
+def _isolation_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--isolation",
+        choices=("auto", *LEVELS),
+        help="sandbox isolation level (default: auto, the strongest the host offers; grading "
+        "is refused when that cannot hide the hidden checks, unless a level is chosen "
+        f"explicitly). Also ${ENVIRONMENT_VARIABLE}.",
+    )
+
+
+def _apply_isolation(args: argparse.Namespace) -> None:
+    """Make the chosen level the process's (and its workers' and nbgrader's) and fail early,
+    before any work, when it cannot be used."""
+    from autograder.sandbox import isolation
+
+    level = getattr(args, "isolation", None)
+    if level and level != "auto":
+        os.environ[ENVIRONMENT_VARIABLE] = level
+    if args.command in ("grade", "autograde", "demo", "gradescope-run"):
+        isolation.choose()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -244,6 +271,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--seed", type=int, help="base seed (from a results file) to regrade exactly"
     )
+    _isolation_option(grade)
     add_ci_grade_options(grade)
     grade.set_defaults(run=cmd_grade)
 
@@ -251,12 +279,14 @@ def parser() -> argparse.ArgumentParser:
     autograde.add_argument("exercises", nargs="*", metavar="EXERCISE")
     autograde.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
     autograde.add_argument("--workers", type=int, default=2)
+    _isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)
 
     demo = commands.add_parser("demo", help="the whole course cycle on a fresh demo course")
     demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
     demo.add_argument("--course", default="demo-course")
     demo.add_argument("--workers", type=int, default=2)
+    _isolation_option(demo)
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)
     return main
@@ -266,10 +296,21 @@ def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
     args = parser().parse_args(argv)
     try:
+        _apply_isolation(args)
         return args.run(args)
+    except AttnGradeError as error:
+        print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
+        return error.exit_code
     except ValueError as error:  # unknown exercise names and the like
-        print(f"attn-grade {args.command}: {error}", file=sys.stderr)
+        print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as error:  # noqa: BLE001 - never a traceback or a misleading exit code
+        print(
+            f"attn-grade {args.command}: internal error: {type(error).__name__}: "
+            f"{clean_text(error, 2000)}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

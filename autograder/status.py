@@ -18,6 +18,7 @@ class Status(StrEnum):
     OUTPUT_LIMIT = "output_limit"  # printed more than the output limit
     INVALID_NOTEBOOK = "invalid_notebook"  # not a notebook of this exercise; nothing ran
     TAMPERED = "tampered"  # the submission replaced or patched the grader's runtime
+    GRADER_ERROR = "grader_error"  # the grader itself failed on this notebook (not the student)
 
     @property
     def severity(self) -> int:
@@ -34,6 +35,7 @@ _SEVERITY = {
     Status.OUTPUT_LIMIT: 5,
     Status.TAMPERED: 6,
     Status.INVALID_NOTEBOOK: 7,
+    Status.GRADER_ERROR: 8,
 }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 CHECKS_VERSION = "2"
@@ -18,6 +17,8 @@ _PACKAGE = Path(__file__).resolve().parent
 
 @cache
 def grader_version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("attn-grade")
     except metadata.PackageNotFoundError:

@@ -8,6 +8,7 @@ import pytest
 
 from autograder.exercises import PROJECT_ROOT
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES
+from autograder.sandbox import isolation
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade
 
@@ -27,7 +28,7 @@ def test_grade_writes_gradescope_results(tmp_path):
     extra = data["extra_data"]
     assert extra["exercise"] == EXERCISE and extra["status"] == "ok"
     assert extra["manual_points_pending"] == 2 and isinstance(extra["seed"], int)
-    assert extra["isolation"].startswith("rlimits")
+    assert extra["isolation"] == isolation.choose().describe()
     again = attn_grade("grade", str(path), "--format", "json", "--seed", str(extra["seed"]))
     assert [t["extra_data"]["seed"] for t in json.loads(again.stdout)["tests"]] == [
         t["extra_data"]["seed"] for t in data["tests"]

@@ -7,7 +7,6 @@ hidden checks replace the former, and the latter only re-run the student's code 
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,24 +39,9 @@ def _source(cell: dict) -> str:
     raise InvalidNotebook("a cell's source is neither text nor a list of lines")
 
 
-def python_source(source: str) -> str:
-    """IPython syntax (magics, `!shell`) rewritten to plain Python calls of `get_ipython()`,
-    which the child answers harmlessly. Plain Python is returned unchanged."""
-    try:
-        ast.parse(source)
-        return source
-    except (SyntaxError, ValueError):
-        pass
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - the child reports the syntax error
-        return source
-
-
 def _grade_id(cell: dict) -> str | None:
-    nbgrader = (cell.get("metadata") or {}).get("nbgrader")
+    metadata = cell.get("metadata")
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
     if isinstance(nbgrader, dict) and isinstance(nbgrader.get("grade_id"), str):
         return nbgrader["grade_id"]
     return None
@@ -77,6 +61,8 @@ def declared_exercise(notebook: dict) -> str | None:
 
 
 def read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise InvalidNotebook("not a regular file")
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
         raise InvalidNotebook(
@@ -85,7 +71,9 @@ def read_json(path: Path) -> dict:
     try:
         notebook = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidNotebook(f"the file is not valid JSON ({error})") from None
+        raise InvalidNotebook(f"the file is not valid JSON ({str(error)[:200]})") from None
+    except OSError as error:
+        raise InvalidNotebook(f"the file cannot be read ({error.strerror})") from None
     except RecursionError:
         raise InvalidNotebook("the file's JSON is nested too deeply to be a notebook") from None
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
@@ -99,7 +87,18 @@ def read_json(path: Path) -> dict:
 
 def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
     """The cells to run, with labels for messages: setup cells first, then the others in
-    notebook order."""
+    notebook order. InvalidNotebook for any structure that cannot be read as a notebook."""
+    try:
+        return _program_of(notebook, exercise)
+    except InvalidNotebook:
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as error:
+        raise InvalidNotebook(
+            f"the notebook's structure is malformed ({type(error).__name__})"
+        ) from None
+
+
+def _program_of(notebook: dict, exercise: str) -> LoadedNotebook:
     roles = cell_roles(exercise)
     loaded = LoadedNotebook(exercise)
     seen: dict[str, int] = {}
@@ -117,7 +116,7 @@ def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
             continue
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         program = setup if role == "setup" else loaded.program
-        program.append(ProgramCell(label, python_source(_source(cell))))
+        program.append(ProgramCell(label, _source(cell)))
     # Our setup cells (the imports) run first wherever they ended up, so a notebook whose cells
     # were moved around still gets its imports before its definitions.
     loaded.program[:0] = setup

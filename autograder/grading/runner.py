@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.errors import GraderError, UnknownExercise
 from autograder.exercises import checks_module_path, resolve
 from autograder.grading.notebook import (
     InvalidNotebook,
@@ -21,18 +22,11 @@ from autograder.grading.notebook import (
 from autograder.grading.plugin import GradingPlugin, derive_seed
 from autograder.grading.results import GradeReport
 from autograder.grading.submission import Budget, Submission
+from autograder.grading.text import clean_report
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 
 log = logging.getLogger("attn_grade")
-
-
-class GraderError(RuntimeError):
-    """The grader itself failed (a broken check module): never blamed on the student."""
-
-
-class UnknownExercise(ValueError):
-    """Which exercise a notebook belongs to cannot be told; pass it explicitly."""
 
 
 def choose_exercise(path: Path, notebook: dict | None, requested: str | None) -> str:
@@ -101,14 +95,15 @@ def grade_loaded(
     started = time.monotonic()
     exercise = loaded.exercise
     base_seed = seed if seed is not None else derive_seed(exercise, student)
-    report = GradeReport(exercise, seed=base_seed, isolation=isolation.detect().describe())
+    level = isolation.choose()
+    report = GradeReport(exercise, seed=base_seed, isolation=level.describe())
     if reason is not None:
         report.status = "invalid_notebook"
         report.messages.append(f"not graded: {reason}")
     report.messages += [f"notebook: {problem}" for problem in loaded.problems]
     unavailable = f"the notebook was not run: {reason}" if reason else None
     submission = Submission(
-        loaded.program, limits or Limits(), budget or Budget(), unavailable=unavailable
+        loaded.program, limits or Limits(), budget or Budget(), unavailable=unavailable, level=level
     )
     with submission:
         submission.start_in_background()
@@ -120,7 +115,7 @@ def grade_loaded(
         ]
         report.messages += submission.events
     report.execution_time = time.monotonic() - started
-    return report
+    return clean_report(report)
 
 
 def grade_notebook(path: Path | str, *, exercise: str | None = None, **options) -> GradeReport:

@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import ast
 
+MAX_PARSED_CHARS = 200_000  # a cell larger than this is not analysed (bounded parent work)
+
+
+def without_ipython_lines(source: str) -> str:
+    """Line magics and `!shell` lines blanked (a cell magic blanks the whole cell), so that
+    `ast` can read the Python around them; linear in the size of the cell."""
+    lines = source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        return ""
+    return "\n".join(
+        " " * (len(line) - len(line.lstrip())) + "pass" if line.lstrip()[:1] in ("%", "!") else line
+        for line in lines
+    )
+
 
 def _parse(sources: list[str]) -> list[ast.Module]:
     trees = []
     for source in sources:
-        try:
-            trees.append(ast.parse(source))
-        except (SyntaxError, ValueError, RecursionError):
+        if len(source) > MAX_PARSED_CHARS:
             continue
+        for text in (source, without_ipython_lines(source)):
+            try:
+                trees.append(ast.parse(text))
+                break
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
     return trees
 
 

@@ -13,20 +13,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autograder.sandbox.isolation import Isolation
 from autograder.sandbox.limits import Limits
-from autograder.status import worse
 from autograder.sandbox.process import Sandbox, SandboxDied
 from autograder.sandbox.runtime import wire
+from autograder.status import Status, worse
 
+MAX_NOTES = 20  # notes (ignored magics, ...) kept per cell
+MAX_NOTE = 300  # characters per note
 
 
 class StudentError(Exception):
     """Student code raised an exception (in a cell or in a call)."""
 
     def __init__(self, what: str, error: dict):
-        self.type = str(error.get("type", "Exception"))
-        self.message = str(error.get("message", ""))
-        self.traceback = str(error.get("traceback", ""))
+        error = error if isinstance(error, dict) else {}
+        self.type = str(error.get("type", "Exception"))[:100]
+        self.message = str(error.get("message", ""))[:2000]
+        self.traceback = str(error.get("traceback", ""))[:4000]
         if self.type == "NotImplementedError" and not self.message:
             text = f"{what} is not implemented yet (it raised NotImplementedError)"
         else:
@@ -124,6 +128,7 @@ class Submission:
     isolation: str = ""
     started_at: float = field(default_factory=time.monotonic)
     unavailable: str | None = None  # set for a notebook that cannot run at all: every call fails
+    level: Isolation | None = None  # None: isolation.choose()
     _starter: threading.Thread | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -145,6 +150,18 @@ class Submission:
         except Unavailable:
             pass  # raised again, to the caller, by the first request
 
+    def remaining(self) -> float:
+        """Seconds left of the whole grading budget."""
+        return self.budget.total_seconds - (time.monotonic() - self.started_at)
+
+    def _timeout(self, wanted: float) -> float:
+        """A request's timeout within the budget; Unavailable (status timeout) once it is spent."""
+        left = self.remaining()
+        if left <= 0:
+            self.status = worse(self.status, Status.TIMEOUT)
+            raise Unavailable(f"the grading budget of {self.budget.total_seconds:g} s is spent")
+        return min(wanted, left)
+
     def _ensure(self, background: bool = False) -> Sandbox:
         if self._starter is not None and not background:
             self._starter.join()
@@ -159,9 +176,8 @@ class Submission:
                         f"the notebook's process was restarted {self.restarts} times; giving up"
                     )
                 self.restarts += 1
-            if time.monotonic() - self.started_at > self.budget.total_seconds:
-                raise Unavailable(f"the grading budget of {self.budget.total_seconds:g} s is spent")
-            self.sandbox = Sandbox(self.limits)
+            self._timeout(0)
+            self.sandbox = Sandbox(self.limits, self.level)
             try:
                 self.sandbox.start()
             except SandboxDied as died:
@@ -179,7 +195,7 @@ class Submission:
             try:
                 response, _ = self.sandbox.request(
                     {"op": "exec", "source": cell.source, "label": cell.label},
-                    timeout=self.budget.cell_timeout,
+                    timeout=self._timeout(self.budget.cell_timeout),
                 )
                 if not self.sandbox.alive:  # the cell killed the supervisor, yet answered
                     raise SandboxDied("crashed", "the notebook killed the sandbox's supervisor")
@@ -188,13 +204,19 @@ class Submission:
                 self.skipped.add(cell.label)
                 self.events.append(f"{cell.label} is skipped from now on")
                 return
+            except Unavailable:
+                return  # the budget is spent: every request from now on says so
             if not response.get("ok"):
                 error = response.get("error", {})
                 self.cell_errors.setdefault(
                     cell.label, f"{error.get('type')}: {error.get('message', '')}"[:500]
                 )
-            for note in response.get("notes") or []:
+            notes = response.get("notes")
+            notes = [str(note)[:MAX_NOTE] for note in notes] if isinstance(notes, list) else []
+            for note in notes[:MAX_NOTES]:
                 self.events.append(f"{cell.label}: {note}")
+            if len(notes) > MAX_NOTES:
+                self.events.append(f"{cell.label}: ... and {len(notes) - MAX_NOTES} more notes")
 
     def start(self) -> None:
         self._ensure()
@@ -232,7 +254,7 @@ class Submission:
         sandbox = self._ensure()
         try:
             response, out_blobs = sandbox.request(
-                header, blobs, timeout=timeout or self.budget.call_timeout
+                header, blobs, timeout=self._timeout(timeout or self.budget.call_timeout)
             )
         except SandboxDied as died:
             self._record(died, f"calling {what}")

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 from nbformat import NotebookNode, from_dict
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool
+from traitlets import Bool, Unicode
 
 from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.results import GradeReport
 from autograder.grading.runner import grade_loaded
 from autograder.grading.text import format_report
+from autograder.sandbox import isolation as sandbox_isolation
+from autograder.status import Status
 
 # Reports graded ahead of time by parallel workers (autograder.nbgrader_bridge.batch), keyed
 # by report_key(); used only if the sanitized notebook has exactly the same program.
@@ -124,11 +127,19 @@ class GradeWithChecks(NbGraderPreprocessor):
     points (an execute_result: nbgrader's partial credit) for SaveAutoGrades."""
 
     enabled = Bool(True).tag(config=True)
+    isolation = Unicode(
+        "",
+        help="sandbox isolation level: '' or 'auto' for the strongest the host offers (grading "
+        "is refused when it cannot hide the hidden checks), or jail, uid, landlock, rlimits",
+    ).tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         exercise = resources["nbgrader"]["assignment"]
         if exercise not in EXERCISES:  # not one of ours: run it the way nbgrader would
             return Execute(parent=self.parent, config=self.config).preprocess(nb, resources)
+        if self.isolation and self.isolation != "auto":
+            os.environ[sandbox_isolation.ENVIRONMENT_VARIABLE] = self.isolation
+        sandbox_isolation.choose()  # IsolationError refuses: nbgrader reports it, exits non-zero
         student = str(resources["nbgrader"].get("student", "anonymous"))
         notes = nb.metadata.pop(NOTES_KEY, [])
         notes = [str(note) for note in notes] if isinstance(notes, list) else []
@@ -138,7 +149,7 @@ class GradeWithChecks(NbGraderPreprocessor):
             self.log.exception("grading %s of %s failed", exercise, student)
             report = GradeReport(
                 exercise,
-                status="grader_error",
+                status=Status.GRADER_ERROR,
                 messages=[
                     f"the autograder failed on this notebook ({error}); "
                     "your instructor has been told"

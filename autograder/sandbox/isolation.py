@@ -1,73 +1,108 @@
-"""What isolation this host gives the sandbox, detected once per process."""
+"""Which isolation level the sandbox runs at: detected once per process, chosen explicitly, or
+refused.
+
+Levels, strongest first (README "How grading works"):
+- `jail`: bubblewrap. The child sees a minimal filesystem (Python, the importable packages, a
+  private work dir and /tmp on tmpfs), fresh user/pid/net/ipc/uts/cgroup namespaces, an
+  unprivileged uid; plus Landlock inside where the kernel has it.
+- `uid`: root without namespaces (a Docker-style container): the child runs under an
+  unprivileged uid of its own, plus Landlock where the kernel has it.
+- `landlock`: an unprivileged grader on a kernel with Landlock.
+- `rlimits`: resource limits and the process-tree reaper only.
+Every level adds per-submission accounting: a cgroup where the host gives a writable one
+(`autograder.sandbox.cgroups`), else rlimits, CPU affinity and the reaper.
+
+Secure by default: when the level detected cannot hide the hidden files (checks, mistake
+catalogues, reference) from the child, grading is refused unless the level was chosen
+explicitly (`--isolation`, `ATTN_GRADE_ISOLATION`, or `GradeWithChecks.isolation`).
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
 import site
-import subprocess
+import stat
 import sys
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 
+from autograder.errors import IsolationError
+from autograder.sandbox import cgroups
 from autograder.sandbox.supervisor import landlock_abi
 
-NAMESPACE_FLAGS = (
-    "--user",
-    "--map-root-user",
-    "--net",
-    "--pid",
-    "--fork",
-    "--kill-child",
-    "--mount",
-    "--mount-proc",
-)
+LEVELS = ("jail", "uid", "landlock", "rlimits")
+ENVIRONMENT_VARIABLE = "ATTN_GRADE_ISOLATION"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 
 
 @dataclass(frozen=True)
 class Isolation:
-    namespaces: bool  # user + pid + net + mount namespaces via util-linux `unshare`
-    landlock_abi: int  # 0: no Landlock; else the kernel's Landlock ABI version
+    level: str  # one of LEVELS
+    landlock_abi: int  # 0: no Landlock layer; else the kernel's Landlock ABI version
+    cgroup: str  # "v1", "v2" or "" (none writable: rlimits + affinity + reaper)
+    explicit: bool = False  # chosen by the instructor rather than detected
+
+    @property
+    def jail(self) -> bool:
+        return self.level == "jail"
+
+    @property
+    def separate_uid(self) -> bool:
+        """The child runs under a uid of its own (not the grader's)."""
+        return self.level == "uid" or (self.level == "jail" and os.geteuid() == 0)
 
     def describe(self) -> str:
-        """E.g. `rlimits+landlock-v7+namespaces(user,pid,net,mount)`."""
-        parts = ["rlimits", "process-tree-kill"]
-        if self.landlock_abi:
+        """E.g. `jail(bwrap)+landlock-v7+cgroup-v1`, `rlimits+reaper`: recorded in every result."""
+        parts = [{"jail": "jail(bwrap)", "uid": "uid", "rlimits": "rlimits"}.get(self.level, "")]
+        if self.landlock_abi and self.level != "rlimits":
             parts.append(f"landlock-v{self.landlock_abi}")
-        if self.namespaces:
-            parts.append("namespaces(user,pid,net,mount)")
-        return "+".join(parts)
+        parts.append(f"cgroup-{self.cgroup}" if self.cgroup else "reaper")
+        return "+".join(part for part in parts if part)
 
-    def command_prefix(self) -> list[str]:
-        return [shutil.which("unshare"), *NAMESPACE_FLAGS] if self.namespaces else []
-
-
-def _namespaces_work() -> bool:
-    unshare = shutil.which("unshare")
-    if unshare is None:
+    def hides_hidden_files(self) -> bool:
+        """Whether the child cannot read the checks, the catalogues or the reference."""
+        if self.level == "jail" or self.landlock_abi:
+            return True  # not bound into the jail / not in Landlock's readable set
+        if self.level == "uid":
+            return not any(_others_can_read(path) for path in hidden_paths())
         return False
-    try:
-        probe = subprocess.run(
-            [unshare, *NAMESPACE_FLAGS, sys.executable, "-c", "import os; print(os.getpid())"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return probe.returncode == 0 and probe.stdout.strip() == "1"
 
 
-@cache
-def detect() -> Isolation:
-    """Probe the host. ATTN_GRADE_ISOLATION=rlimits turns the optional layers off (for tests)."""
-    if os.environ.get("ATTN_GRADE_ISOLATION") == "rlimits":
-        return Isolation(namespaces=False, landlock_abi=0)
-    return Isolation(namespaces=_namespaces_work(), landlock_abi=landlock_abi())
+def hidden_paths() -> list[Path]:
+    """What the child must never read: the grader package (checks, mistake catalogues) and the
+    reference solutions, wherever they are installed (checkout, wheel, sdist)."""
+    import reference
+
+    return [PACKAGE_DIR, Path(reference.__file__).resolve().parent]
 
 
-def readable_paths() -> list[str]:
-    """Where the child may read and execute: the Python installation and system libraries."""
+def _others_can_enter(path: str) -> bool:
+    """Whether a uid with no group in common can reach `path` (search permission all the way)."""
+    current = Path(os.path.realpath(path))
+    return all(os.stat(p).st_mode & stat.S_IXOTH for p in [current, *current.parents])
+
+
+def _others_can_read(path: Path) -> bool:
+    """True when a uid with no group in common could read files below `path` (walks up the
+    ancestors for search permission, and down to any world-readable file)."""
+    for ancestor in [path, *path.parents]:
+        if not os.stat(ancestor).st_mode & stat.S_IXOTH:
+            return False
+    for root, dirs, files in os.walk(path):
+        mode = os.stat(root).st_mode
+        if not mode & stat.S_IXOTH:
+            dirs[:] = []
+            continue
+        for name in files:
+            if os.stat(os.path.join(root, name)).st_mode & stat.S_IROTH:
+                return True
+    return False
+
+
+# -- detection ---------------------------------------------------------------------------------
+def python_roots() -> list[str]:
+    """The Python installation the child runs with: interpreter, stdlib, site-packages."""
     paths = {
         sys.prefix,
         sys.base_prefix,
@@ -75,7 +110,126 @@ def readable_paths() -> list[str]:
         sys.base_exec_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
         *site.getsitepackages(),
+        # package directories added by .pth files (e.g. a venv layered on another's packages)
+        *(p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")),
     }
     paths |= {os.path.realpath(path) for path in paths}
-    system = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc", "/sys", "/dev"]
-    return sorted(path for path in paths | set(system) if os.path.exists(path))
+    existing = sorted(path for path in paths if os.path.isdir(path))
+    # keep only the outermost of nested roots
+    return [p for p in existing if not any(p != q and p.startswith(q + os.sep) for q in existing)]
+
+
+# No /etc directory: only the few files Python needs (not /etc/shadow, not the host's config).
+SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", "/dev"]
+ETC_READ = ["/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
+
+
+def readable_paths(exclude: list[Path] | None = None) -> list[str]:
+    """Where the child may read and execute under Landlock: Python and system directories,
+    with the hidden paths (and only them) cut out of any root that contains them."""
+    roots = [*python_roots(), *[p for p in SYSTEM_READ + ETC_READ if os.path.exists(p)]]
+    excluded = [str(path) for path in (exclude if exclude is not None else hidden_paths())]
+    allowed: list[str] = []
+    for root in roots:
+        allowed += _cut_out(os.path.realpath(root), excluded)
+    return sorted(set(allowed))
+
+
+def _cut_out(root: str, excluded: list[str]) -> list[str]:
+    """`root`, or, when an excluded path lies below it, its entries except that branch."""
+    if any(root == path for path in excluded):
+        return []
+    inside = [path for path in excluded if path.startswith(root + os.sep)]
+    if not inside:
+        return [root]
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return []
+    allowed: list[str] = []
+    for entry in entries:
+        allowed += _cut_out(os.path.join(root, entry), inside)
+    return allowed
+
+
+def _jail_works() -> bool:
+    from autograder.sandbox import jail
+
+    return jail.probe()
+
+
+def _probe_level(level: str) -> Isolation | None:
+    abi = landlock_abi()
+    cgroup = _cgroups()
+    if level == "jail":
+        return Isolation("jail", abi, cgroup) if _jail_works() else None
+    if level == "uid":
+        usable = os.geteuid() == 0 and all(_others_can_enter(p) for p in python_roots())
+        return Isolation("uid", abi, cgroup) if usable else None
+    if level == "landlock":
+        return Isolation("landlock", abi, cgroup) if abi else None
+    return Isolation("rlimits", 0, cgroup)
+
+
+def _cgroups() -> str:
+    """The cgroup version to use; ATTN_GRADE_CGROUPS=0 turns them off (the rlimits + reaper
+    fallback, as on hosts without writable cgroups)."""
+    return "" if os.environ.get("ATTN_GRADE_CGROUPS", "").strip() == "0" else cgroups.detect()
+
+
+@cache
+def detect() -> Isolation:
+    """The strongest level this host offers (whether or not it may be used: see `choose`)."""
+    for level in LEVELS:
+        found = _probe_level(level)
+        if found is not None:
+            return found
+    raise AssertionError("rlimits is always available")
+
+
+def requested() -> str | None:
+    """The level chosen through the environment (also how the config setting reaches workers)."""
+    value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+    return value or None
+
+
+def choose(level: str | None = None) -> Isolation:
+    """The level to grade at: `level` (or $ATTN_GRADE_ISOLATION) when given, else the detected
+    one. IsolationError when a requested level is unavailable, or when nothing was requested
+    and the detected level would let the child read the hidden files."""
+    return _choose(level or requested() or "auto")
+
+
+@cache
+def _choose(level: str) -> Isolation:
+    if level == "auto":
+        found = detect()
+        if not found.hides_hidden_files():
+            raise IsolationError(refusal_message(found))
+        return found
+    if level not in LEVELS:
+        raise IsolationError(f"unknown isolation level {level!r}; choose from {', '.join(LEVELS)}")
+    found = _probe_level(level)
+    if found is None:
+        raise IsolationError(f"isolation level {level!r} is not available here: " + _missing(level))
+    return Isolation(found.level, found.landlock_abi, found.cgroup, explicit=True)
+
+
+def _missing(level: str) -> str:
+    return {
+        "jail": "bubblewrap (`apt-get install bubblewrap`) with unprivileged user namespaces "
+        "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
+        "uid": "the grader must run as root to start the child under a uid of its own, with "
+        "a Python installation that other users may read (not under /root)",
+        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list)",
+    }.get(level, "")
+
+
+def refusal_message(found: Isolation) -> str:
+    return (
+        f"refusing to grade: the strongest isolation this host offers ({found.level}) would let "
+        "student code read the hidden checks and reference solutions. Missing: "
+        f"{_missing('jail')}; or root (uid level) with the installed package not readable by "
+        "other users; or a kernel with Landlock. To grade anyway at this level, choose it "
+        f"explicitly: --isolation {found.level} (or {ENVIRONMENT_VARIABLE}={found.level})."
+    )

@@ -13,8 +13,14 @@ class Limits:
     processes: int = 512  # processes and threads of the user (RLIMIT_NPROC; not for root)
     open_files: int = 256  # RLIMIT_NOFILE
     output_bytes: int = 4 << 20  # stdout+stderr; the sandbox is killed past this
-    message_bytes: int = 256 << 20  # largest response frame the parent accepts
+    message_bytes: int = 128 << 20  # largest response frame the parent accepts (arrays)
+    header_bytes: int = 2 << 20  # largest JSON part of a response frame (bounds parse memory)
     start_timeout: float = 30.0  # seconds for the child to answer its first ping
+    # All processes of one submission together (a cgroup where the host gives one):
+    group_memory_bytes: int = 4 << 30  # memory.max / memory.limit_in_bytes
+    group_processes: int = 256  # pids.max
+    cpus: float = 1.0  # CPU share: at most one core
+    work_bytes: int = 512 << 20  # size of the jail's tmpfs work dir and of its /tmp
 
     def rlimits(self) -> dict[str, tuple[int, int]]:
         return {

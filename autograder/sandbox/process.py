@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import json
@@ -14,12 +15,13 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder.sandbox import isolation
+from autograder.sandbox import cgroups, identity, isolation, jail
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.runtime import wire
-from autograder.sandbox.supervisor import children_by_parent
+from autograder.sandbox.supervisor import children_by_parent, descendants
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
@@ -59,6 +61,48 @@ def _kill_adopted(known: set[int]) -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process running as `uid` (a sandbox uid: no one else has it)."""
+    for _ in range(50):
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    found.append(int(entry))
+            except OSError:
+                continue
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a sandbox's work dir whatever the notebook left there (thousands of nested
+    directories, no permissions): coreutils' rm walks without recursion limits."""
+    for attempt in range(2):
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        if not os.path.lexists(path) or attempt:
+            return
+        subprocess.run(
+            ["chmod", "-R", "u+rwX", "--", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
 
 
 class SandboxDied(Exception):
@@ -126,12 +170,70 @@ def _mpl_font_cache() -> Path | None:
     return cache if found else None
 
 
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attn-grade-spawner")
+
+
+def _spawn(command: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from one long-lived thread. bubblewrap's --die-with-parent (PR_SET_PDEATHSIG)
+    fires when the *thread* that forked it ends, and sandboxes are started from short-lived
+    threads (the background start); this thread lives as long as the process."""
+    return _SPAWNER.submit(subprocess.Popen, command, **kwargs).result()
+
+
+@functools.cache
+def _jail_runtime_root() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="attn-grade-runtime-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def _jail_runtime() -> Path:
+    """A read-only copy of the runtime (and the files bubblewrap copies into the jail), made
+    once per grading process and bound at /opt/attn-grade: the jail never sees the package."""
+    root = _jail_runtime_root()
+    if not (root / "supervisor.py").exists():
+        for name in RUNTIME_FILES:
+            shutil.copy(RUNTIME_DIR / name, root / name)
+        shutil.copy(SUPERVISOR, root / "supervisor.py")
+        fonts = _mpl_font_cache()
+        for cached in fonts.glob("fontlist-*.json") if fonts else ():
+            shutil.copy(cached, root / cached.name)
+        for path in root.iterdir():
+            path.chmod(0o644)
+        root.chmod(0o755)
+    return root
+
+
+def _jail_files(uid: int) -> dict[str, str]:
+    """Jail path -> file name in the jail runtime dir, for bubblewrap's --file copies."""
+    root = _jail_runtime()
+    files = {}
+    for dest, content in jail.passwd_files(uid).items():
+        name = f"{Path(dest).name}-{uid}"
+        if not (root / name).exists():
+            (root / name).write_bytes(content)
+        files[dest] = name
+    for cached in root.glob("fontlist-*.json"):
+        files[f"{jail.WORK_MOUNT}/mpl/{cached.name}"] = cached.name
+    return files
+
+
+def _cpu_for(uid: int | None) -> int:
+    """The CPU a sandbox without a cgroup is pinned to: spread over the allowed CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    key = uid if uid is not None else os.getpid()
+    return cpus[key % len(cpus)]
+
+
 class Sandbox:
     """One child process running under limits; `request` sends one wire frame and waits."""
 
-    def __init__(self, limits: Limits | None = None):
+    def __init__(self, limits: Limits | None = None, level: isolation.Isolation | None = None):
         self.limits = limits or Limits()
-        self.isolation = isolation.detect()
+        self.isolation = level or isolation.choose()
+        self._uid: identity.SandboxUid | None = None
+        self._group: cgroups.Group | None = None
+        self._pending_event: dict | None = None
         self.workdir: Path | None = None
         self.process: subprocess.Popen | None = None
         self.pid: int | None = None
@@ -144,57 +246,94 @@ class Sandbox:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
-        runtime = self.workdir / ".runtime"
-        runtime.mkdir()
-        for name in RUNTIME_FILES:
-            shutil.copy(RUNTIME_DIR / name, runtime / name)
-        for sub in ("home", "tmp", "mpl"):
-            (self.workdir / sub).mkdir()
-        fonts = _mpl_font_cache()
-        if fonts:
-            for cached in fonts.glob("fontlist-*.json"):
-                shutil.copy(cached, self.workdir / "mpl" / cached.name)
+        iso = self.isolation
+        self._uid = identity.acquire() if iso.separate_uid else None
+        child_uid = self._uid.uid if self._uid else None
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
         self._output_read, output_write = os.pipe()
+        file_fds: list[int] = []
+        if iso.jail:
+            runtime = _jail_runtime()
+            inside_uid = child_uid if child_uid is not None else jail.SANDBOX_USER_ID
+            files = {dest: runtime / name for dest, name in _jail_files(inside_uid).items()}
+            file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
+            work, script_dir = Path(jail.WORK_MOUNT), jail.RUNTIME_MOUNT
+            command = jail.command(
+                roots=isolation.python_roots(),
+                hidden=isolation.hidden_paths(),
+                runtime_dir=runtime,
+                files=dict(zip(files, file_fds, strict=True)),
+                work_bytes=self.limits.work_bytes,
+                unprivileged=os.geteuid() != 0,
+                argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
+            )
+            readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, script_dir]
+            readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
+            writable = [str(work), "/tmp", os.devnull]
+        else:
+            self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
+            work = self.workdir
+            runtime = self.workdir / ".runtime"
+            runtime.mkdir()
+            for name in RUNTIME_FILES:
+                shutil.copy(RUNTIME_DIR / name, runtime / name)
+            for sub in jail.WORK_SUBDIRS:
+                (self.workdir / sub).mkdir()
+            fonts = _mpl_font_cache()
+            if fonts:
+                for cached in fonts.glob("fontlist-*.json"):
+                    shutil.copy(cached, self.workdir / "mpl" / cached.name)
+            script_dir = str(runtime)
+            command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
+            readable, writable = isolation.readable_paths(), [str(work), os.devnull]
         config = {
             "argv": [
                 sys.executable,
                 "-s",
-                str(runtime / "child.py"),
+                f"{script_dir}/child.py",
                 str(request_read),
                 str(response_write),
             ],
-            "cwd": str(self.workdir),
-            "env": self._environment(),
+            "cwd": str(work),
+            "env": self._environment(work, "/tmp" if iso.jail else f"{work}/tmp"),
             "pass_fds": [request_read, response_write],
             "output_fd": output_write,
             "rlimits": self.limits.rlimits(),
-            "landlock": (
-                {"read": isolation.readable_paths(), "write": [str(self.workdir), os.devnull]}
-                if self.isolation.landlock_abi
-                else None
-            ),
+            "uid": child_uid,
+            "own": [str(work)] if child_uid is not None else [],
+            "cpu": None if iso.cgroup else _cpu_for(child_uid),
+            # a root supervisor outside the jail gives the child an empty network namespace
+            "unshare_net": not iso.jail and os.geteuid() == 0,
+            "landlock": ({"read": readable, "write": writable} if iso.landlock_abi else None),
         }
-        command = [*self.isolation.command_prefix(), sys.executable, "-s", str(SUPERVISOR)]
         _adopt_orphans()
         self._known_children = _my_children()
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=output_write,
-            pass_fds=(request_read, response_write, output_write),
-            start_new_session=True,
-            cwd=self.workdir,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-        )
+        try:
+            self.process = _spawn(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=output_write,
+                pass_fds=(request_read, response_write, output_write, *file_fds),
+                start_new_session=True,
+                cwd=self.workdir or "/",
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+            )
+        finally:
+            for fd in (request_read, response_write, output_write, *file_fds):
+                os.close(fd)
         self._known_children.add(self.process.pid)
-        for fd in (request_read, response_write, output_write):
-            os.close(fd)
         self._output_thread = threading.Thread(target=self._collect_output, daemon=True)
         self._output_thread.start()
+        if iso.cgroup:
+            self._group = cgroups.Group.create(
+                iso.cgroup,
+                memory_bytes=self.limits.group_memory_bytes,
+                processes=self.limits.group_processes,
+                cpus=self.limits.cpus,
+            )
+            self._join_group()
         self.process.stdin.write((json.dumps(config) + "\n").encode())
         self.process.stdin.flush()
         self._reader = _DeadlineReader(self._response_read)
@@ -208,8 +347,22 @@ class Sandbox:
         self.landlock_abi = started.get("landlock", 0)
         self.request({"op": "ping"}, timeout=self.limits.start_timeout)
 
-    def _environment(self) -> dict[str, str]:
-        work = str(self.workdir)
+    def _join_group(self) -> None:
+        """Move the supervisor's whole tree (bubblewrap forks before it reads its config) into
+        the sandbox's cgroup; the child is started only after this, so all it starts inherits."""
+        for _ in range(100):
+            tree = [self.process.pid, *descendants(self.process.pid)]
+            outside = [pid for pid in tree if not self._group.contains(pid)]
+            if not outside:
+                return
+            for pid in outside:
+                try:
+                    self._group.add(pid)
+                except OSError:
+                    pass  # exited meanwhile
+        raise SandboxDied("crashed", "could not move the sandbox into its cgroup")
+
+    def _environment(self, work: Path, tmp: str) -> dict[str, str]:
         single_thread = {
             name: "1"
             for name in (
@@ -223,7 +376,7 @@ class Sandbox:
         return {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
             "HOME": f"{work}/home",
-            "TMPDIR": f"{work}/tmp",
+            "TMPDIR": tmp,
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "PYTHONHASHSEED": "0",
@@ -312,8 +465,15 @@ class Sandbox:
         if self._known_children is not None:
             _kill_adopted(self._known_children)
             self._known_children = None
+        if self._group is not None:
+            self._group.remove()
+            self._group = None
+        if self._uid is not None:
+            _kill_uid(self._uid.uid)
+            self._uid.release()
+            self._uid = None
         if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            remove_tree(self.workdir)
             self.workdir = None
 
     def __enter__(self) -> Sandbox:
@@ -334,7 +494,10 @@ class Sandbox:
         self._writer.deadline = self._reader.deadline = deadline
         try:
             wire.write_frame(self._writer, header, list(blobs))
-            response, out_blobs = wire.read_frame(self._reader, self.limits.message_bytes)
+            response, out_blobs = wire.read_frame(
+                self._reader, self.limits.message_bytes, self.limits.header_bytes
+            )
+            self._reap()
         except TimeoutError:
             self._die("timeout", f"no answer within {timeout:g} s")
         except (EOFError, BrokenPipeError, OSError):
@@ -343,6 +506,19 @@ class Sandbox:
             self._die("crashed", f"the notebook broke the grading channel ({error})")
         return response, out_blobs
 
+    def _reap(self) -> None:
+        """Kill whatever the request left running beside the child (background processes):
+        nothing a request started outlives it. The supervisor answers `reaped`."""
+        try:
+            self.process.stdin.write(b"reap\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise EOFError from None
+        event = self._supervisor_event(10.0)
+        if not event or event.get("event") != "reaped":
+            self._pending_event = event
+            raise EOFError
+
     def _die(self, status: str, detail: str):
         if self._dead is None:
             self._dead = SandboxDied(status, detail)
@@ -350,13 +526,16 @@ class Sandbox:
         raise self._dead
 
     def _cause_of_death(self) -> tuple[str, str]:
-        event = self._supervisor_event(5.0) or {}
+        event = self._pending_event or self._supervisor_event(5.0) or {}
         if self._output_thread is not None:
             self._output_thread.join(timeout=2)
         if self._dead is not None:
             return self._dead.status, self._dead.detail
         code = event.get("exit_code")
         tail = self.output_tail()
+        if self._group is not None and self._group.oom_killed():
+            limit = self.limits.group_memory_bytes >> 20
+            return "memory", f"out of memory (the submission's processes used over {limit} MiB)"
         if code is None:
             return "crashed", "the sandbox stopped unexpectedly"
         if code < 0:

@@ -4,10 +4,14 @@ Self-contained (stdlib only), started by the grader as `python -s supervisor.py`
 pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration on stdin, then:
 - marks itself a child subreaper, so that descendants which detach (setsid, double fork) are
   re-parented to it and stay findable;
-- starts the child in a new session with resource limits and, where the kernel has it, a
-  Landlock domain (writes only in the working directory, reads only where Python lives, no TCP,
-  no signals to processes outside the sandbox);
+- starts the child in a new session with resource limits, under the sandbox's own uid when one
+  is given (the supervisor itself stays out of the child's reach), pinned to one CPU when no
+  cgroup limits it, and, where the kernel has it, in a Landlock domain (writes only in the
+  working directory, reads only where Python lives, no TCP, no signals to processes outside
+  the sandbox);
 - reports `started` and `exited` events as JSON lines on stdout;
+- on `reap`, SIGKILLs every descendant but the child (nothing a request started outlives it)
+  and reports `reaped`;
 - on `kill`, EOF on stdin, or the child's exit, SIGKILLs every descendant and exits.
 """
 
@@ -21,6 +25,7 @@ import sys
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+CLONE_NEWNET = 0x40000000
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
@@ -126,23 +131,25 @@ def descendants(root: int) -> list[int]:
     return found
 
 
+EXITED: dict[int, int] = {}  # pid -> wait status of every child reaped so far
+
+
 def reap() -> dict[int, int]:
-    statuses = {}
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return statuses
+            return EXITED
         if pid == 0:
-            return statuses
-        statuses[pid] = status
+            return EXITED
+        EXITED[pid] = status
 
 
-def kill_tree(me: int) -> int:
-    """SIGKILL all descendants until none is left; returns how many were killed."""
+def kill_tree(me: int, keep: int | None = None) -> int:
+    """SIGKILL all descendants (but `keep`) until none is left; returns how many were killed."""
     killed = 0
     for _ in range(200):
-        pids = descendants(me)
+        pids = [pid for pid in descendants(me) if pid != keep]
         if not pids:
             break
         for pid in pids:
@@ -160,6 +167,23 @@ def kill_tree(me: int) -> int:
 def emit(event: dict) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
+
+
+def own(paths: list[str], uid: int) -> None:
+    """Give the sandbox uid its work tree (created by the grader or by bubblewrap as root)."""
+    for top in paths:
+        os.chown(top, uid, uid)
+        for root, dirs, files in os.walk(top):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def drop_privileges(uid: int) -> None:
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    if os.getresuid() != (uid, uid, uid):
+        raise OSError("could not change to the sandbox uid")
 
 
 def start_child(config: dict, ruleset: int | None) -> int:
@@ -183,11 +207,17 @@ def start_child(config: dict, ruleset: int | None) -> int:
         for fd in keep:
             os.set_inheritable(fd, True)
         os.chdir(config["cwd"])
+        if config.get("cpu") is not None:
+            os.sched_setaffinity(0, {config["cpu"]})
         for which, (soft, hard) in limits.items():
             resource.setrlimit(which, (soft, hard))
+        if config.get("unshare_net") and libc.unshare(CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+        if config.get("uid") is not None:
+            drop_privileges(config["uid"])
+        if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
         if ruleset is not None:
-            if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-                raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         os.execve(config["argv"][0], config["argv"], config["env"])
@@ -200,6 +230,8 @@ def main() -> None:
     config = json.loads(sys.stdin.readline())
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     me = int(os.readlink("/proc/self")) if os.path.exists("/proc/self") else os.getpid()
+    if config.get("uid") is not None and config.get("own"):
+        own(config["own"], config["uid"])
     ruleset, abi = None, 0
     landlock = config.get("landlock")
     if landlock:
@@ -221,11 +253,13 @@ def main() -> None:
         ready, _, _ = select.select([control, wake_read], [], [])
         if wake_read in ready:
             os.read(wake_read, 4096)
-        status = reap().get(child, status)
         if control in ready:
             line = sys.stdin.readline()
             if not line or line.strip() == "kill":
                 break
+            if line.strip() == "reap":
+                emit({"event": "reaped", "killed": kill_tree(me, keep=child)})
+        status = reap().get(child, status)
     killed = kill_tree(me)
     event = {"event": "exited", "killed": killed}
     if status is not None:

@@ -38,20 +38,28 @@ def write_frame(stream, header: dict, blobs: list[bytes] = ()) -> None:
     stream.flush()
 
 
-def read_frame(stream, max_bytes: int = 1 << 62) -> tuple[dict, list[bytes]]:
-    """One frame from `stream`; ProtocolError if malformed or larger than `max_bytes`."""
+MAX_BLOBS = 4096
+
+
+def read_frame(
+    stream, max_bytes: int = 1 << 62, max_header: int = 1 << 62
+) -> tuple[dict, list[bytes]]:
+    """One frame from `stream`; ProtocolError if malformed, if its JSON header is larger than
+    `max_header` or if the whole frame is larger than `max_bytes`."""
     if _read_exact(stream, 4) != MAGIC:
         raise ProtocolError("bad frame magic")
     (size,) = _U32.unpack(_read_exact(stream, 4))
-    if size > max_bytes:
+    if size > min(max_bytes, max_header):
         raise ProtocolError(f"frame header of {size} bytes is over the limit")
     try:
         header = json.loads(_read_exact(stream, size))
-    except ValueError as error:
-        raise ProtocolError(f"frame header is not JSON: {error}") from None
+    except (ValueError, RecursionError) as error:
+        raise ProtocolError(f"frame header is not JSON: {type(error).__name__}") from None
     if not isinstance(header, dict):
         raise ProtocolError("frame header is not an object")
     (count,) = _U32.unpack(_read_exact(stream, 4))
+    if count > MAX_BLOBS:
+        raise ProtocolError(f"frame of {count} blobs is over the limit of {MAX_BLOBS}")
     blobs, total = [], size
     for _ in range(count):
         (length,) = _U64.unpack(_read_exact(stream, 8))
@@ -184,8 +192,14 @@ class Decoder:
             import numpy as np
 
             try:
-                return np.dtype(data["$npscalar"]).type(self.decode(data["value"]))
-            except (TypeError, ValueError) as error:
+                dtype = np.dtype(str(data["$npscalar"])[:16])
+                value = self.decode(data["value"])
+                if dtype.kind not in "biufc" or dtype.shape or dtype.itemsize > 16:
+                    raise TypeError(f"not a numeric scalar type: {dtype}")
+                if not isinstance(value, bool | int | float):
+                    raise TypeError("the scalar's value is not a number")
+                return dtype.type(value)
+            except (TypeError, ValueError, OverflowError) as error:
                 raise ProtocolError(f"bad numpy scalar: {error}") from None
         if "$tensor" in data:
             array = npy_to_array(self._blob(data["$tensor"]))
