@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from autograder.grading.results import CheckResult
+from autograder.nbgrader_bridge.preprocessors import REPORT_KEY
 from autograder.report import html, stats
-from autograder.report.data import Batch, Graded, without_stub
+from autograder.report.data import Batch, Graded, report_from_metadata, without_stub
 from autograder.report.similarity import compare
 from tests.chromium import images, rendered_dom, screenshot, visible_text
 
@@ -215,6 +216,19 @@ def test_checks_csv(tmp_path):
     assert rows["test_inverted"]["upper_lower"] == "-0.667"
     assert rows["test_top_six"]["mistakes"] == "no_sqrt_scaling x3"
     assert rows["test_everyone_passes"]["point_biserial"] == ""
+
+
+def test_stored_report_is_read_as_untrusted_data(tmp_path):
+    check = {"name": "=HYPERLINK(1)", "grade_id": "g", "max_points": "9", "passed": "yes"}
+    report = report_from_metadata({"metadata": {REPORT_KEY: {"checks": [check]}}})
+    assert report.checks[0].passed is False and report.checks[0].max_points == 0
+    assert report.status == "crashed"  # no status: not taken as ok
+    assert report_from_metadata({"metadata": {REPORT_KEY: {"checks": "all passed"}}}) is None
+    assert report_from_metadata({"metadata": ["not", "a", "dict"]}) is None
+    batch = Batch(submissions=[Graded(EX, "x", "ok", tuple(report.checks))])
+    html.write_checks_csv(batch, tmp_path / "c.csv")
+    (row,) = csv.DictReader((tmp_path / "c.csv").open())
+    assert row["check"] == "'=HYPERLINK(1)"  # not a formula in a spreadsheet
 
 
 def test_student_text_is_escaped():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import math
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,11 @@ def _text(value: object, limit: int = 2000) -> str:
     return str(value)[:limit]
 
 
+def _number(value: object) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else 0.0
+
+
 def report_from_metadata(notebook: dict) -> GradeReport | None:
     """The report GradeWithChecks stored in an autograded notebook, if it is well formed."""
     metadata = notebook.get("metadata")
@@ -74,7 +80,7 @@ def report_from_metadata(notebook: dict) -> GradeReport | None:
             CheckResult(
                 name=_text(item.get("name"), 200),
                 grade_id=_text(item.get("grade_id"), 200),
-                max_points=float(item.get("max_points") or 0),
+                max_points=_number(item.get("max_points")),
                 passed=item.get("passed") is True,
                 message=_text(item.get("message", "")),
                 mistake=_text(mistake, 200) if mistake else None,

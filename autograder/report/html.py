@@ -95,6 +95,7 @@ def write_report(course: Path, out: Path | None = None) -> Path:
     course = Path(course).resolve()
     out = Path(out) if out else course / "report.html"
     batch = load_batch(course)
+    out.parent.mkdir(parents=True, exist_ok=True)
     table = csv_path(out)
     write_checks_csv(batch, table)
     out.write_text(render(batch, title=f"Batch report: {course.name}", csv_name=table.name))

@@ -43,6 +43,11 @@ CSV_FIELDS = (
 )
 
 
+def spreadsheet_text(text: str) -> str:
+    """Text that a spreadsheet will not read as a formula (it passed through a notebook)."""
+    return "'" + text if text.startswith(("=", "+", "-", "@", "\t", "\r")) else text
+
+
 @dataclass(frozen=True)
 class ExerciseSummary:
     exercise: str
@@ -77,8 +82,8 @@ class CheckStats:
 
         return {
             "exercise": self.exercise,
-            "check": self.check,
-            "grade_id": self.grade_id,
+            "check": spreadsheet_text(self.check),
+            "grade_id": spreadsheet_text(self.grade_id),
             "points": f"{self.points:g}",
             "graded": self.graded,
             "passed": self.passed,
@@ -86,7 +91,7 @@ class CheckStats:
             "point_biserial": number(self.point_biserial),
             "upper_lower": number(self.upper_lower),
             "flags": "; ".join(self.flags),
-            "mistakes": "; ".join(f"{m} x{n}" for m, n in self.mistakes),
+            "mistakes": spreadsheet_text("; ".join(f"{m} x{n}" for m, n in self.mistakes)),
         }
 
 
