@@ -205,6 +205,12 @@ def test_stub_lines_are_removed_from_the_written_code():
     # an edited docstring whose removal would leave an open string: the cell stays whole
     edited = filled.replace('"""Softmax', '"""Mine.\n    Softmax')
     assert "return np.exp(x) / 2" in without_stub(edited, STARTER)
+    # one edited line in the middle of a docstring would be left as a bare line of prose
+    stub = 'def f(x):\n    """One.\n\n    Two words.\n    """\n    raise NotImplementedError()\n'
+    mine = stub.replace("Two words.", "Two of my words.").replace(
+        "raise NotImplementedError()", "1"
+    )
+    assert without_stub(mine, stub) == mine
 
 
 def test_checks_csv(tmp_path):

@@ -9,9 +9,11 @@ the page is rendered.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import io
 import math
+import textwrap
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,11 +138,20 @@ def _tokenizes(code: str) -> bool:
     return True
 
 
+def _parses(code: str) -> bool:
+    """Whether the code, dedented, is valid Python syntax (parsed only: never compiled or run)."""
+    try:
+        ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def without_stub(code: str, stub: str) -> str:
     """The cell without the lines it shares, in order, with the release's stub (signature,
-    docstring, `raise NotImplementedError()`). When removing them would leave code the
-    tokenizer cannot read (an edited docstring, say), the cell is kept whole: the starter
-    code's fingerprints are discarded by the comparison anyway."""
+    docstring, `raise NotImplementedError()`). When what is left is not valid Python although
+    the cell was (a docstring the student edited, say), the cell is kept whole: the release's
+    fingerprints are discarded by the comparison anyway."""
     if not stub.strip():
         return code
     lines, stub_lines = code.splitlines(), stub.splitlines()
@@ -151,7 +162,9 @@ def without_stub(code: str, stub: str) -> str:
     kept = "\n".join(line for i, line in enumerate(lines) if i not in drop)
     if not kept.strip():
         return ""
-    return kept if _tokenizes(kept) or not _tokenizes(code) else code
+    if _parses(kept) or (not _parses(code) and _tokenizes(kept)):
+        return kept
+    return code
 
 
 def written_code(notebook: dict, exercise: str, stubs: dict[str, str]) -> str:
@@ -232,13 +245,15 @@ def load_batch(course: Path) -> Batch:
     batch = Batch()
     for exercise in exercises:
         stubs, batch.starter[exercise] = release_cells(course, exercise)
-        batch.mistake_words.update(_mistake_words(exercise))
         for path in paths[exercise]:
             student = path.parent.parent.name
             batch.submissions.append(_graded(course, exercise, student, path, book))
             notebook = _load_notebook(path)
             if notebook is not None:
                 batch.code[(exercise, student)] = written_code(notebook, exercise, stubs)
+    # the catalogues import the reference (and torch): only for exercises with named mistakes
+    for exercise in {s.exercise for s in batch.submissions if any(c.mistake for c in s.checks)}:
+        batch.mistake_words.update(_mistake_words(exercise))
     return batch
 
 
