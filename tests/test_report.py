@@ -15,6 +15,7 @@ from autograder.report import html, stats
 from autograder.report.data import Batch, Graded, report_from_metadata, without_stub
 from autograder.report.similarity import compare
 from tests.chromium import images, rendered_dom, screenshot, visible_text
+from tests.nbgrader_helpers import attn_grade
 
 EX = "ex1_numpy_attention"
 STUDENTS = [f"s{i:02d}" for i in range(10)]  # s00 weakest ... s09 strongest
@@ -270,3 +271,10 @@ def test_planted_report_renders_in_chromium(tmp_path):
     assert len(histogram) > 2000
     shot = screenshot(page, "report-planted.png")
     assert shot.stat().st_size > 20_000
+
+
+def test_report_of_a_directory_that_is_no_course(tmp_path):
+    done = attn_grade("report", "--course", str(tmp_path))
+    assert done.returncode == 2
+    assert "has no nbgrader_config.py" in done.stderr
+    assert not list(tmp_path.iterdir())

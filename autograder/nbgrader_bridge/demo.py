@@ -22,7 +22,6 @@ from autograder.exercises import EXERCISES, reference_module
 from autograder.mistakes import catalogue_for
 from autograder.nbgrader_bridge.batch import autograde_course
 from autograder.nbgrader_bridge.course_api import nbgrader_api, require_success
-from autograder.report.html import write_report
 
 MARKER = ".attn-grade-demo"
 STUDENTS = ("alice", "bob", "carol")
@@ -128,6 +127,8 @@ def run_demo(course: Path, workers: int = 2, exercises: list[str] | None = None)
         require_success(api.release_feedback(exercise), f"release_feedback {exercise}")
     run_nbgrader(course, "export", "--to", "grades.csv")
     step("batch report")
+    from autograder.report.html import write_report
+
     report = write_report(course)
     print(f"\ngrades:   {course / 'grades.csv'}")
     print(f"feedback: {course / 'feedback'}/<student>/<exercise>/<exercise>.html, e.g.")
