@@ -167,6 +167,10 @@ def without_stub(code: str, stub: str) -> str:
     return code
 
 
+MAX_CELL_CODE = 100_000  # characters of one cell compared (bounded work on hostile input)
+MAX_WRITTEN_CODE = 400_000  # characters of one submission compared
+
+
 def written_code(notebook: dict, exercise: str, stubs: dict[str, str]) -> str:
     """The code a student wrote: solution cells (stub lines removed) and cells they added;
     not our setup, check or demo cells."""
@@ -179,10 +183,10 @@ def written_code(notebook: dict, exercise: str, stubs: dict[str, str]) -> str:
         role = roles.get(grade_id, "student") if grade_id else "student"
         if role not in ("solution", "student"):
             continue
-        code = without_stub(_source(cell), stubs.get(grade_id or "", ""))
+        code = without_stub(_source(cell)[:MAX_CELL_CODE], stubs.get(grade_id or "", ""))
         if code.strip():
             parts.append(code.rstrip() + "\n")
-    return "\n".join(parts)
+    return "\n".join(parts)[:MAX_WRITTEN_CODE]
 
 
 def release_cells(course: Path, exercise: str) -> tuple[dict[str, str], str]:
