@@ -1,4 +1,5 @@
-"""`attn-grade`: build the course, grade one notebook, autograde a course, run the demo."""
+"""`attn-grade`: build the course, grade one notebook, autograde a course, report on it, run
+the demo."""
 
 from __future__ import annotations
 
@@ -207,6 +208,20 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     )
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from autograder.nbgrader_bridge.course_api import CourseError
+    from autograder.report.html import csv_path, write_report
+
+    try:
+        out = write_report(Path(args.course), Path(args.out) if args.out else None)
+    except CourseError as error:
+        print(f"attn-grade report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"report: {out}")
+    print(f"checks: {csv_path(out)}")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from autograder.nbgrader_bridge.demo import run_demo
 
@@ -281,6 +296,13 @@ def parser() -> argparse.ArgumentParser:
     autograde.add_argument("--workers", type=int, default=2)
     _isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)
+
+    report = commands.add_parser(
+        "report", help="one HTML page on the last batch: items, mistakes, problems, similarity"
+    )
+    report.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
+    report.add_argument("--out", help="the page to write (default: COURSE/report.html)")
+    report.set_defaults(run=cmd_report)
 
     demo = commands.add_parser("demo", help="the whole course cycle on a fresh demo course")
     demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")

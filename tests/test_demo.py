@@ -32,6 +32,9 @@ def test_demo_cycle_on_one_exercise(tmp_path):
     for student in ("alice", "bob", "carol"):
         assert (course / "feedback" / student / EXERCISES[0] / f"{EXERCISES[0]}.html").exists()
     assert "alice" in done.stdout and "feedback" in done.stdout
+    report = course / "report.html"
+    assert f"report:   {report}" in done.stdout
+    assert "no_sqrt_scaling" in report.read_text() and (course / "report-checks.csv").is_file()
     again = attn_grade("demo", "ex1", "--course", str(course))
     assert again.returncode == 0, "a demo course is rebuilt from scratch"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.exercises import PACKAGE_DIR
 from autograder.versions import CHECKS_VERSION
 
 pytestmark = pytest.mark.slow
@@ -29,6 +30,7 @@ def run(bin_dir: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path):
+    """Every non-Python file of the package is package data (pyproject.toml)."""
     python = wheel_bin / "python"
     where = subprocess.run(
         [str(python), "-c", "import autograder, reference; print(autograder.__file__)"],
@@ -38,6 +40,13 @@ def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path)
         check=True,
     ).stdout
     assert where.startswith(str(wheel_bin.parent)), where
+    installed = Path(where).parent
+    data = [
+        path.relative_to(PACKAGE_DIR)
+        for path in PACKAGE_DIR.rglob("*")
+        if path.is_file() and path.suffix not in (".py", ".pyc")
+    ]
+    assert data and [path for path in data if not (installed / path).is_file()] == []
     done = run(wheel_bin, tmp_path, "--version")
     assert done.returncode == 0 and done.stdout.strip().endswith(f"(checks {CHECKS_VERSION})")
 

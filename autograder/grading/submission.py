@@ -67,8 +67,8 @@ class Handle:
     def __init__(self, submission: Submission, tag: dict, generation: int):
         self._submission = submission
         self.id = int(tag["$handle"])
-        self.type = str(tag.get("type", "?"))
-        self.repr = str(tag.get("repr", ""))
+        self.type = str(tag.get("type", "?"))[:200]
+        self.repr = str(tag.get("repr", ""))[:200]
         self.generation = generation
 
     def __agw_tag__(self) -> dict:

@@ -3,7 +3,8 @@
 Everything a notebook controls (exception messages and type names, printed output, notes) is
 cleaned once, when the report is made (`clean_report`): no control characters or escape
 sequences (ANSI/OSC), no bidirectional overrides, no lone surrogates, bounded length. The table
-indents every continuation line, so a message cannot forge a line of the report.
+keeps every message on lines of its own (wrapped and indented, notes on one line each), so a
+message cannot forge a line of the report.
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ def format_report(report: GradeReport, width: int = 100) -> str:
             )
     if report.messages:
         lines += ["", "notes:"]
-        for message in report.messages:
-            first, *rest = clean_text(message).splitlines() or [""]
-            lines += [f"  - {first}", *(f"    {line}" for line in rest)]
+        # one line per note: a message cannot start a line of its own
+        lines += [f"  - {' | '.join(clean_text(m).splitlines())}" for m in report.messages]
     return "\n".join(lines)

@@ -107,6 +107,7 @@ def zero_grades(api, exercise: str, student: str, reason: str) -> None:
     from nbgrader.api import Gradebook
 
     with Gradebook(api.coursedir.db_url) as gradebook:
+        gradebook.update_or_create_student(student)  # a student whose only notebook is broken
         gradebook.update_or_create_submission(exercise, student)
         notebook = gradebook.find_submission_notebook(exercise, exercise, student)
         for grade in notebook.grades:

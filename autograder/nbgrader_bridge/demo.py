@@ -3,7 +3,8 @@
 Build and release the five exercises; three simulated students per exercise fetch and submit
 through nbgrader's exchange (alice: the reference solution, bob: the reference with one
 catalogued mistake, carol: the blank release); collect, autograde (in parallel), generate and
-release feedback, export grades.csv; print the scores and where the feedback is.
+release feedback, export grades.csv, write the batch report; print the scores and where the
+feedback and the report are.
 """
 
 from __future__ import annotations
@@ -125,11 +126,16 @@ def run_demo(course: Path, workers: int = 2, exercises: list[str] | None = None)
         require_success(api.generate_feedback(exercise), f"generate_feedback {exercise}")
         require_success(api.release_feedback(exercise), f"release_feedback {exercise}")
     run_nbgrader(course, "export", "--to", "grades.csv")
+    step("batch report")
+    from autograder.report.html import write_report
+
+    report = write_report(course)
     print(f"\ngrades:   {course / 'grades.csv'}")
     print(f"feedback: {course / 'feedback'}/<student>/<exercise>/<exercise>.html, e.g.")
     for student in STUDENTS:
         print(
             f"          {course / 'feedback' / student / exercises[0] / (exercises[0] + '.html')}"
         )
+    print(f"report:   {report}")
     print(f"demo finished in {time.monotonic() - started:.0f} s")
     return 0

@@ -30,6 +30,9 @@ from autograder.status import Status
 PRECOMPUTED: dict[str, dict] = {}
 REPORT_CELL_ID = "attn-grade-report"
 NOTES_KEY = "attn_grade_repairs"
+# The report of the autograded notebook (GradeReport.to_dict()), for `attn-grade report`.
+# Written by GradeWithChecks only: whatever a student put under this key is dropped first.
+REPORT_KEY = "attn_grade_report"
 # Every report GradeWithChecks wrote in this process, for the batch's item analysis.
 GRADED: list[GradeReport] = []
 
@@ -76,6 +79,7 @@ class RepairSubmission(NbGraderPreprocessor):
         # passes with separate resources. Anything a student put under that key is replaced.
         notes: list[str] = []
         nb.metadata[NOTES_KEY] = notes
+        nb.metadata.pop(REPORT_KEY, None)
         try:
             expected = self._expected(resources)
         except (MissingEntry, KeyError) as error:
@@ -158,6 +162,7 @@ class GradeWithChecks(NbGraderPreprocessor):
         report.messages[:0] = notes
         self._write_grade_cells(nb, report)
         self._write_summary(nb, report)
+        nb.metadata[REPORT_KEY] = report.to_dict()
         GRADED.append(report)
         return nb, resources
 

@@ -60,6 +60,14 @@ class Isolation:
         parts.append(f"cgroup-{self.cgroup}" if self.cgroup else "reaper")
         return "+".join(part for part in parts if part)
 
+    def protects_grader(self) -> bool:
+        """Whether the child cannot signal the grading process (pid namespace, another uid,
+        or Landlock's signal scoping, ABI 6)."""
+        return self.level in ("jail", "uid") or self.landlock_abi >= 6
+
+    def safe_by_default(self) -> bool:
+        return self.hides_hidden_files() and self.protects_grader()
+
     def hides_hidden_files(self) -> bool:
         """Whether the child cannot read the checks, the catalogues or the reference."""
         if self.level == "jail" or self.landlock_abi:
@@ -204,7 +212,7 @@ def choose(level: str | None = None) -> Isolation:
 def _choose(level: str) -> Isolation:
     if level == "auto":
         found = detect()
-        if not found.hides_hidden_files():
+        if not found.safe_by_default():
             raise IsolationError(refusal_message(found))
         return found
     if level not in LEVELS:
@@ -226,10 +234,16 @@ def _missing(level: str) -> str:
 
 
 def refusal_message(found: Isolation) -> str:
+    danger = (
+        "read the hidden checks and reference solutions"
+        if not found.hides_hidden_files()
+        else "kill the grading process (Landlock older than ABI 6 does not scope signals)"
+    )
     return (
         f"refusing to grade: the strongest isolation this host offers ({found.level}) would let "
-        "student code read the hidden checks and reference solutions. Missing: "
+        f"student code {danger}. Missing: "
         f"{_missing('jail')}; or root (uid level) with the installed package not readable by "
-        "other users; or a kernel with Landlock. To grade anyway at this level, choose it "
+        "other users; or a kernel with Landlock ABI 6 or later (Linux 6.12). To grade anyway at "
+        "this level, choose it "
         f"explicitly: --isolation {found.level} (or {ENVIRONMENT_VARIABLE}={found.level})."
     )

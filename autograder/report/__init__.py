@@ -1,0 +1,1 @@
+"""`attn-grade report`: what the instructor learns from a batch, as one self-contained page."""
