@@ -73,6 +73,21 @@ def detect() -> str:
     return ""
 
 
+def _sweep(version: str) -> None:
+    """Remove groups left by grading processes that were killed (their pid is the prefix)."""
+    bases = [_v2_base()] if version == "v2" else _v1_bases()
+    for base in bases:
+        for group in base.iterdir():
+            owner = group.name.split("-", 1)[0]
+            if not group.is_dir() or not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+                continue
+            try:
+                if not (group / "cgroup.procs").read_text().split():
+                    group.rmdir()
+            except OSError:
+                pass
+
+
 class Group:
     """One sandbox's cgroup (one directory per v1 hierarchy, or one v2 directory)."""
 
@@ -82,6 +97,7 @@ class Group:
 
     @classmethod
     def create(cls, version: str, *, memory_bytes: int, processes: int, cpus: float = 1.0):
+        _sweep(version)
         name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         quota = str(int(PERIOD_US * cpus))
         if version == "v2":
