@@ -99,7 +99,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--student",
         default="anonymous",
-        help="student id: hidden inputs are seeded from exercise, student, check",
+        help="student id: hidden inputs are seeded from exercise, student, the code, check",
     )
     grade.add_argument(
         "--seed", type=int, help="base seed (from a results file) to regrade exactly"

@@ -14,6 +14,8 @@ from autograder.grading.expect import (
     expect_shape,
     expect_tuple,
     fail,
+    is_real,
+    within,
 )
 from autograder.grading.inputs import distinct_sizes, random_bool_mask
 from autograder.grading.source import functions_using
@@ -30,7 +32,11 @@ def qkv_arrays(submission, *args, **kwargs) -> list[np.ndarray]:
     ]
 
 
-@check(points=0.5, grade_id="check_make_qkv")
+@check(
+    points=0.5,
+    grade_id="check_make_qkv",
+    requires=("test_make_qkv_seeded_standard_normal",),
+)
 def test_make_qkv_shapes_and_dtype(submission, rng, seed):
     seq_len, d_k = distinct_sizes(rng, 2, 2, 20)
     for name, matrix in zip(
@@ -83,7 +89,11 @@ def test_softmax_matches_reference(submission, mistakes, rng):
         )
 
 
-@check(points=1.0, grade_id="check_softmax")
+@check(
+    points=1.0,
+    grade_id="check_softmax",
+    requires=("test_softmax_matches_reference",),
+)
 def test_softmax_stable_for_large_logits(submission, mistakes, rng):
     logits = rng.normal(scale=1e4, size=(4, 6))
     logits[0] = [1e4, -1e4, 0.0, 5e3, 1e4 - 1, -5e3]
@@ -170,7 +180,11 @@ def test_sdpa_bool_mask_blocks_positions(submission, mistakes, rng):
     expect_attention(answer, expected, "attention with a (L, S) boolean mask")
 
 
-@check(points=0.75, grade_id="check_sdpa")
+@check(
+    points=0.75,
+    grade_id="check_sdpa",
+    requires=("test_sdpa_single_head_matches_reference", "test_sdpa_batched_inputs"),
+)
 def test_sdpa_uses_numpy_only(submission, mistakes, rng):
     offenders = functions_using(
         [cell.source for cell in submission.program], "scaled_dot_product_attention", "torch"
@@ -195,7 +209,11 @@ def torch_attention(Q, K, V, mask=None) -> np.ndarray:
     ).numpy()
 
 
-@check(points=0.5, grade_id="check_vs_torch")
+@check(
+    points=0.5,
+    grade_id="check_vs_torch",
+    requires=("test_max_abs_diff_compares_with_torch",),
+)
 def test_max_abs_diff_matches_its_definition(submission, rng):
     """The reported number is max |student's attention output - PyTorch's| (whatever the
     student's attention computes: its correctness is checked by the check_sdpa checks)."""
@@ -216,7 +234,7 @@ def test_max_abs_diff_matches_its_definition(submission, rng):
         ours = as_array(out, "the output of scaled_dot_product_attention")
         expected = float(np.max(np.abs(ours - torch_attention(Q, K, V, kwargs.get("mask")))))
         ensure(
-            abs(value - expected) <= 1e-9 + 1e-6 * expected,
+            within(value, expected, 1e-9 + 1e-6 * expected),
             f"max_abs_diff_vs_torch returned {value:.6g}, but your attention differs from "
             f"PyTorch's by {expected:.6g} on these inputs",
         )
@@ -239,12 +257,12 @@ def test_max_abs_diff_compares_with_torch(submission, mistakes, rng):
         submission.module_setattr("scaled_dot_product_attention", original)
     torch_out = torch_attention(Q, K, V, mask)
     expected = float(np.max(np.abs(fake_out - torch_out)))
-    ensure(isinstance(value, float | int), f"expected a float, got {type(value).__name__}")
-    if abs(value - expected) > 1e-9:
+    ensure(is_real(value), f"expected a float, got {type(value).__name__}")
+    if not within(value, expected, 1e-9):
         signed = float(np.max(fake_out - torch_out))
         named = (
             mistakes["diff_without_abs"]
-            if abs(value - signed) < 1e-9
+            if within(value, signed, 1e-9)
             else (mistakes["diff_hardcoded"] if value == 0 else None)
         )
         fail(
@@ -255,7 +273,11 @@ def test_max_abs_diff_compares_with_torch(submission, mistakes, rng):
         )
 
 
-@check(points=0.75, grade_id="check_score_variance")
+@check(
+    points=0.75,
+    grade_id="check_score_variance",
+    requires=("test_score_variance_uses_its_arguments",),
+)
 def test_score_variance_close_to_d_k_and_one(submission, mistakes, rng, seed):
     for d_k in (int(rng.integers(3, 9)), int(rng.integers(30, 90))):
         answer = call_checked(
@@ -279,7 +301,11 @@ def test_score_variance_close_to_d_k_and_one(submission, mistakes, rng, seed):
         )
 
 
-@check(points=0.75, grade_id="check_score_variance")
+@check(
+    points=0.75,
+    grade_id="check_score_variance",
+    requires=("test_score_variance_close_to_d_k_and_one",),
+)
 def test_score_variance_uses_its_arguments(submission, mistakes, seed):
     first = expect_tuple(
         submission.call("score_variance", 12, n_samples=5_000, seed=seed), 2, "score_variance"

@@ -113,7 +113,11 @@ def dataset(submission, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     return X, y
 
 
-@check(points=0.75, grade_id="check_make_mean_dataset")
+@check(
+    points=0.75,
+    grade_id="check_make_mean_dataset",
+    requires=("test_mean_dataset_seeded",),
+)
 def test_mean_dataset_shapes_and_labels(submission, mistakes, rng):
     # A small vocab and seq_len with an even product: many rows have a mean of exactly
     # vocab / 2, where `>` and `>=` disagree.
@@ -222,7 +226,11 @@ def classifier(submission, rng, seed, name="TransformerClassifier", **extra):
     return model, x, config, f"{name}({shown({**config, **extra})})"
 
 
-@check(points=0.5, grade_id="check_transformer_classifier")
+@check(
+    points=0.5,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_structure(submission, mistakes, rng, seed):
     model, _, config, what = classifier(submission, rng, seed)
     parts = {s["name"]: s for s in submission.probe("module_summary", model)["submodules"]}
@@ -258,6 +266,12 @@ def expect_per_sample_logits(model: Handle, x, classes: int, rng, what: str, mis
         f"the logits of {what}",
         mistake=mistake if len(logits) == length else None,
     )
+    spread = float(np.max(np.ptp(logits, axis=0)))
+    ensure(
+        spread > 1e-6,
+        f"{what}: every sample got the same logits (they differ by at most {spread:.3g} over "
+        f"{batch} different sequences); the logits should depend on the input",
+    )
     others = x.clone()
     rows = [i for i in range(batch) if i != keep]
     others[rows] = tokens(rng, int(x.max()) + 1, batch - 1, length)
@@ -286,7 +300,11 @@ def test_transformer_classifier_logits_per_sample(submission, mistakes, rng, see
     expect_per_sample_logits(model, x, classes, rng, what, seq_first)
 
 
-@check(points=0.25, grade_id="check_transformer_classifier")
+@check(
+    points=0.25,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_mean_pools_encoder_output(submission, mistakes, rng, seed):
     """A forward hook replaces the output of `encoder` by states chosen here: the logits must
     depend on them only through their mean over the sequence."""
@@ -339,7 +357,11 @@ def test_transformer_classifier_uses_positions(submission, mistakes, rng, seed):
     )
 
 
-@check(points=0.25, grade_id="check_transformer_classifier")
+@check(
+    points=0.25,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_runs_without_warnings(submission, mistakes, rng):
     """A warning goes to stderr, and nbgrader gives no points to a cell that writes there."""
     model, warned = submission.call_recording_warnings("TransformerClassifier")
@@ -365,7 +387,11 @@ def test_lstm_classifier_structure_and_logits(submission, mistakes, rng, seed):
     expect_per_sample_logits(model, x, config["num_classes"], rng, what, seq_first)
 
 
-@check(points=0.5, grade_id="check_lstm_classifier")
+@check(
+    points=0.5,
+    grade_id="check_lstm_classifier",
+    requires=("test_lstm_classifier_structure_and_logits",),
+)
 def test_lstm_parameter_count_comparable(submission, mistakes, seed):
     transformer, lstm = (
         submission.probe("module_summary", build(submission, name, seed))["trainable_parameters"]
@@ -555,7 +581,11 @@ def test_evaluate_accuracy_matches_logits(submission, mistakes, rng, seed):
     expect_accuracy(submission, mistakes, model, value, expected, what)
 
 
-@check(points=0.25, grade_id="check_evaluate_accuracy")
+@check(
+    points=0.25,
+    grade_id="check_evaluate_accuracy",
+    requires=("test_evaluate_accuracy_matches_logits",),
+)
 def test_evaluate_accuracy_eval_mode_without_gradients(submission, mistakes, rng):
     """The model starts with an in-place ReLU and X is a leaf tensor that requires grad: PyTorch
     refuses that in-place update while it records gradients, and allows it under

@@ -135,14 +135,22 @@ def gqa_expected(mistakes, sizes, weights, x, mask=None) -> tuple[np.ndarray, li
 
 
 # -- GroupedQueryAttention: structure ----------------------------------------------------------
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_projection_shapes_without_bias(submission, mistakes, rng):
     _, _, d_model, n_heads, n_kv = gqa_sizes(rng)
     module = build(submission, d_model, n_heads, n_kv)
     check_projections(module, (d_model, n_heads, n_kv), mistakes)
 
 
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_output_shape(submission, rng):
     batch, length, d_model, n_heads, n_kv = gqa_sizes(rng)
     module = build(submission, d_model, n_heads, n_kv)
@@ -153,7 +161,11 @@ def test_gqa_output_shape(submission, rng):
     ensure(bool(np.all(np.isfinite(out))), "the output should be finite (no NaN or inf)")
 
 
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_rejects_indivisible_sizes(submission, mistakes, rng):
     n_heads = int(rng.choice([6, 8, 9, 10]))
     head_dim = int(rng.integers(3, 9))
