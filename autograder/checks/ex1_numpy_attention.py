@@ -15,6 +15,7 @@ from autograder.grading.expect import (
     expect_tuple,
     fail,
     is_real,
+    matching_mistake,
     within,
 )
 from autograder.grading.inputs import distinct_sizes, random_bool_mask
@@ -137,6 +138,8 @@ def expect_attention(answer, expected, what: str) -> None:
 @check(points=0.75, grade_id="check_sdpa")
 def test_sdpa_single_head_matches_reference(submission, mistakes, rng):
     L, S, d_k, d_v = distinct_sizes(rng, 4, 2, 12)
+    while d_v == d_k * d_k:  # sqrt(d_v) would equal d_k: two scaling mistakes would look alike
+        L, S, d_k, d_v = distinct_sizes(rng, 4, 2, 12)
     Q, K, V = rng.normal(size=(L, d_k)), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))
     answer = call_checked(submission, mistakes, "scaled_dot_product_attention", Q, K, V)
     expect_attention(
@@ -161,23 +164,28 @@ def test_sdpa_batched_inputs(submission, mistakes, rng):
 
 @check(points=0.75, grade_id="check_sdpa")
 def test_sdpa_bool_mask_blocks_positions(submission, mistakes, rng):
-    B, L, S, d_k, d_v = distinct_sizes(rng, 5, 2, 12)
-    Q = rng.normal(size=(B, L, d_k))
-    K, V = rng.normal(size=(B, S, d_k)), rng.normal(size=(B, S, d_v))
-    mask = random_bool_mask(rng, (L, S))
-    answer = call_checked(submission, mistakes, "scaled_dot_product_attention", Q, K, V, mask=mask)
-    _, weights = expect_tuple(answer.value, 2, "attention with a mask")
-    weights = as_array(weights, "the weights of masked attention")
-    expected = ref.scaled_dot_product_attention(Q, K, V, mask)
-    expect_shape(weights, expected[1].shape, "the weights of masked attention")
-    if np.any(weights[:, ~mask] != 0):
-        from autograder.grading.expect import matching_mistake
-
-        fail(
-            "positions where the mask is False should get weight exactly 0",
-            mistake=matching_mistake(weights, answer.candidates, lambda result: result[1]),
+    B, H, L, S, d_k, d_v = distinct_sizes(rng, 6, 2, 12)
+    # Masks the contract allows: (L, S) with 3-D inputs, and 4-D masks that broadcast over the
+    # heads (B, 1, L, S) or over the batch and the queries (1, H, 1, S) with 4-D inputs.
+    for lead, mask_shape in (((B,), (L, S)), ((B, H), (B, 1, L, S)), ((B, H), (1, H, 1, S))):
+        Q = rng.normal(size=(*lead, L, d_k))
+        K, V = rng.normal(size=(*lead, S, d_k)), rng.normal(size=(*lead, S, d_v))
+        mask = random_bool_mask(rng, mask_shape)
+        what = f"attention with Q of shape {Q.shape} and a boolean mask of shape {mask_shape}"
+        answer = call_checked(
+            submission, mistakes, "scaled_dot_product_attention", Q, K, V, mask=mask
         )
-    expect_attention(answer, expected, "attention with a (L, S) boolean mask")
+        _, weights = expect_tuple(answer.value, 2, what)
+        weights = as_array(weights, f"the weights of {what}")
+        expected = ref.scaled_dot_product_attention(Q, K, V, mask)
+        expect_shape(weights, expected[1].shape, f"the weights of {what}")
+        blocked = ~np.broadcast_to(mask, weights.shape)
+        if not np.all(weights[blocked] == 0):
+            fail(
+                f"positions where the mask is False should get weight exactly 0 ({what})",
+                mistake=matching_mistake(weights, answer.candidates, lambda result: result[1]),
+            )
+        expect_attention(answer, expected, what)
 
 
 @check(

@@ -209,3 +209,31 @@ def score_variance(d_k, n_samples=10_000, seed=0):
     k = np.random.standard_normal((n_samples, d_k))
     dots = np.sum(q * k, axis=1)
     return float(np.var(dots)), float(np.var(dots / np.sqrt(d_k)))
+
+
+@CATALOGUE.mistake(
+    "scaled_by_sqrt_d_v",
+    "the scores were divided by sqrt(d_v) (the size of V's rows) instead of sqrt(d_k)",
+    check="test_sdpa_single_head_matches_reference",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(V.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "mask_boolean_index",
+    "the mask was applied by indexing the scores with ~mask, which works only for a mask of "
+    "shape (L, S) or of the scores' full shape; use np.where(mask, scores, -np.inf), which "
+    "broadcasts masks such as (B, 1, L, S) or (1, H, 1, S)",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores[..., ~mask] = -np.inf
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
