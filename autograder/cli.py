@@ -93,7 +93,9 @@ def parser() -> argparse.ArgumentParser:
 
     grade = commands.add_parser("grade", help="grade one notebook (no course, no server)")
     grade.add_argument("notebook")
-    grade.add_argument("--exercise", help="default: from the notebook's metadata or file name")
+    grade.add_argument(
+        "--exercise", help="default: from the file name (never from the notebook's metadata)"
+    )
     grade.add_argument("--results", help="write Gradescope-style results.json here")
     grade.add_argument("--format", choices=("text", "json"), default="text")
     grade.add_argument(

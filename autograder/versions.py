@@ -12,7 +12,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-CHECKS_VERSION = "2"
+CHECKS_VERSION = "3"
 _PACKAGE = Path(__file__).resolve().parent
 
 

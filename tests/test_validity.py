@@ -4,11 +4,13 @@ NaN never equals anything, and a constraint pays nothing alone."""
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
 import pytest
 
+from autograder.exercises import reference_module
 from autograder.grading.expect import close, distinguish, within
 from autograder.grading.runner import (
     UnknownExercise,
@@ -141,3 +143,42 @@ def test_tampering_with_the_runtime_is_detected_and_never_paid(forgery, tmp_path
     assert all("replaced or patched the grader's runtime" in c.message for c in report.checks)
     assert any("replaced or patched the grader's runtime" in m for m in report.messages)
     assert report.to_gradescope()["extra_data"]["status"] == "tampered"
+
+
+# -- one mistake, one deduction ------------------------------------------------------------------
+@pytest.mark.ex2
+def test_wrong_vocabulary_costs_only_the_vocabulary_check(tmp_path):
+    exercise = "ex2_attention_heatmap"
+    off_by_one = (
+        "def build_vocab(tokens):\n"
+        "    return {t: i + 1 for i, t in enumerate(dict.fromkeys(tokens))}\n"
+    )
+    notebook = source_notebook(exercise, replace={"build_vocab": off_by_one})
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    only = [
+        "test_build_vocab_first_appearance_order",
+        "test_sentence_attention_shapes_and_rows",
+        "test_sentence_attention_is_seeded",
+        "test_sentence_attention_same_word_same_weights",
+    ]
+    report = grade_notebook(path, only=only)
+    passed = {c.name: c.passed for c in report.checks}
+    assert passed == {name: name != only[0] for name in only}, report.checks
+
+
+@pytest.mark.ex3
+def test_tensor_losses_are_deducted_once(tmp_path):
+    """A history of 0-d tensors fails the check of the history's form, not the learning check."""
+    exercise = "ex3_transformer_classifier"
+    source = inspect.getsource(reference_module(exercise).train_classifier)
+    tensors = source.replace("history.append(total / n)", "history.append(torch.tensor(total / n))")
+    assert tensors != source
+    notebook = source_notebook(exercise, replace={"train_classifier": tensors})
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    only = [
+        "test_train_classifier_returns_sample_weighted_epoch_losses",
+        "test_train_classifier_learns_mean_task",
+    ]
+    report = grade_notebook(path, only=only)
+    passed = {c.name: c.passed for c in report.checks}
+    assert passed == {only[0]: False, only[1]: True}, report.checks

@@ -486,7 +486,7 @@ def train(submission, model, X, y, what: str, *, strict: bool = True, **kwargs) 
     slip; a check of what the training achieves does not deduct it again)."""
     value = submission.call("train_classifier", model, X, y, **kwargs, timeout=TRAIN_TIMEOUT)
     if not strict and isinstance(value, list):
-        value = [float(v) if torch.is_tensor(v) and v.ndim == 0 else v for v in value]
+        value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = kwargs["epochs"]
     ensure(
         isinstance(value, list) and len(value) == epochs,

@@ -373,7 +373,7 @@ def train(submission, model: Handle, X, Y, *, strict: bool = True, **options) ->
     what = f"train_lm(model, X, Y, {shown}, seed=...)"
     value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
     if not strict and isinstance(value, list):
-        value = [float(v) if torch.is_tensor(v) and v.ndim == 0 else v for v in value]
+        value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = options["epochs"]
     ensure(
         isinstance(value, list | tuple) and len(value) == epochs,
