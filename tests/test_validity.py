@@ -182,3 +182,20 @@ def test_tensor_losses_are_deducted_once(tmp_path):
     report = grade_notebook(path, only=only)
     passed = {c.name: c.passed for c in report.checks}
     assert passed == {only[0]: False, only[1]: True}, report.checks
+
+
+@pytest.mark.ex4
+def test_report_that_raises_under_the_stub_is_not_paid(tmp_path):
+    exercise = "ex4_gqa_analysis"
+    source = inspect.getsource(reference_module(exercise).gqa_report)
+    marker = "    rows = []\n"
+    assert marker in source
+    asserting = source.replace(
+        marker,
+        marker + "    probe = GroupedQueryAttention(d_model, n_heads, n_heads)\n"
+        "    assert probe(torch.zeros(1, 1, d_model)).shape[-1] == d_model\n",
+    )
+    notebook = source_notebook(exercise, replace={"gqa_report": asserting})
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    report = grade_notebook(path, only=["test_gqa_report_output_shape_from_forward_pass"])
+    assert not report.checks[0].passed and "it raised instead" in report.checks[0].message

@@ -442,8 +442,7 @@ def test_gqa_report_output_shape_from_forward_pass(submission, mistakes, rng):
     )
     # Swap the class for a stub that returns one module whose W_o widens the output by 3
     # features: a shape measured on a forward pass shows the extra width. A report that raises
-    # on the stub (e.g. it asserts the output has the input's shape) proves nothing either way
-    # and is given the benefit of the doubt.
+    # on the stub (e.g. it asserts a hard-coded shape) has not measured it: it fails too.
     widened = (*kwargs["batch_shape"], d_model + 3)
     module = build(submission, d_model, n_heads, n_heads)
     nn_module = submission.module_getattr("torch").getattr("nn")
@@ -452,8 +451,12 @@ def test_gqa_report_output_shape_from_forward_pass(submission, mistakes, rng):
     submission.module_setattr("GroupedQueryAttention", submission.probe("returns", module))
     try:
         stubbed = submission.call("gqa_report", **kwargs)
-    except StudentError:
-        return
+    except StudentError as error:
+        fail(
+            f"{what}: with GroupedQueryAttention replaced by a module whose output has "
+            f"{d_model + 3} features, gqa_report should report output_shape {widened} from a "
+            f"forward pass; it raised instead ({error})"
+        )
     finally:
         submission.module_setattr("GroupedQueryAttention", original)
     shapes = [row["output_shape"] for row in report_rows(stubbed, kwargs)]

@@ -552,6 +552,8 @@ def test_next_token_accuracy_matches_predictions(submission, mistakes, rng, seed
     # Targets that agree with the model's predictions at about 60% of the positions.
     hit = rng.random(predictions.shape) < 0.6
     hit[0, -1], hit[-1, -1] = True, False
+    if hit.mean() == 0.5:  # a function returning the constant 0.5 must not pass
+        hit[0, 0] = not hit[0, 0]
     wrong = (predictions + rng.integers(1, vocab, size=predictions.shape)) % vocab
     y = np.where(hit, predictions, wrong)
     expected = float(np.mean(hit))
