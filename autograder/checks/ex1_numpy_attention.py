@@ -9,6 +9,7 @@ from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
     call_checked,
+    distinguish,
     ensure,
     expect_close,
     expect_shape,
@@ -241,10 +242,12 @@ def test_max_abs_diff_matches_its_definition(submission, rng):
         )
         ours = as_array(out, "the output of scaled_dot_product_attention")
         expected = float(np.max(np.abs(ours - torch_attention(Q, K, V, kwargs.get("mask")))))
+        shown, wanted = distinguish(float(value), expected)
         ensure(
             within(value, expected, 1e-9 + 1e-6 * expected),
-            f"max_abs_diff_vs_torch returned {value:.6g}, but your attention differs from "
-            f"PyTorch's by {expected:.6g} on these inputs",
+            f"max_abs_diff_vs_torch returned {shown}, but your attention differs from "
+            f"PyTorch's by {wanted} on these inputs (Q {Q.shape}, K {K.shape}, V {V.shape}"
+            f"{', mask ' + str(mask.shape) if kwargs else ''})",
         )
 
 
@@ -275,8 +278,9 @@ def test_max_abs_diff_compares_with_torch(submission, mistakes, rng):
         )
         fail(
             "max_abs_diff_vs_torch should compare scaled_dot_product_attention's output with "
-            f"F.scaled_dot_product_attention on the same inputs and mask (expected {expected:.6g} "
-            f"for an attention returning a known output, got {value:.6g})",
+            f"F.scaled_dot_product_attention on the same inputs and mask (expected "
+            f"{distinguish(float(value), expected)[1]} for an attention returning a known "
+            f"output, got {distinguish(float(value), expected)[0]})",
             mistake=named,
         )
 

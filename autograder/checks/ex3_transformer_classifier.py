@@ -16,6 +16,7 @@ import torch
 from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
+    distinguish,
     ensure,
     expect_close,
     expect_shape,
@@ -647,8 +648,8 @@ def expect_accuracy(submission, mistakes, model: Handle, value, expected: float,
     without_eval = mistakes["accuracy_without_eval"] if training else None
     ensure(
         abs(value - expected) <= 1e-6,
-        f"{what} should be {expected:.6f} (the fraction of samples whose argmax logit is the "
-        f"label, in eval mode), got {value:.6f}",
+        f"{what} should be {distinguish(value, expected)[1]} (the fraction of samples whose argmax "
+        f"logit is the label, in eval mode), got {distinguish(value, expected)[0]}",
         mistake=without_eval,
     )
     ensure(not training, f"{what} should put the model in eval mode", mistake=without_eval)

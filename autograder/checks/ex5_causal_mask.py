@@ -10,6 +10,7 @@ from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
     call_checked,
+    distinguish,
     ensure,
     expect_close,
     expect_rows_sum_to_one,
@@ -571,7 +572,8 @@ def test_next_token_accuracy_matches_predictions(submission, mistakes, rng, seed
         elif model.getattr("training") is True:
             named = mistakes["accuracy_in_train_mode"]
         fail(
-            f"{what} should be {expected:.6f}: the model's argmax equals the target at "
-            f"{int(hit.sum())} of {hit.size} positions; got {value:.6f}",
+            f"{what} should be {distinguish(value, expected)[1]}: the model's argmax equals the "
+            f"target at {int(hit.sum())} of {hit.size} positions; got "
+            f"{distinguish(value, expected)[0]}",
             mistake=named,
         )
