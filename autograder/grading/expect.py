@@ -133,9 +133,10 @@ def matching_mistake(
     *,
     atol: float = 1e-6,
     rtol: float = 1e-5,
-    allow_inf: bool = False,
+    allow_inf: bool = True,
 ) -> Mistake | None:
-    """The first catalogued mistake whose output (after `pick`) matches `observed`."""
+    """The first catalogued mistake whose output (after `pick`) matches `observed`. Naming pays
+    nothing, so the same infinities in the same places count as a match (NaN never does)."""
     for mistake, output in candidates:
         try:
             candidate = pick(output)
@@ -194,7 +195,7 @@ def expect_close(
     expected = np.asarray(expected)
     if close(observed, expected, atol=atol, rtol=rtol, allow_inf=allow_inf):
         return
-    mistake = matching_mistake(observed, mistakes, pick, atol=atol, rtol=rtol, allow_inf=allow_inf)
+    mistake = matching_mistake(observed, mistakes, pick, atol=atol, rtol=rtol)
     if observed.shape != expected.shape:
         fail(f"{what} should have shape {expected.shape}, got {observed.shape}", mistake=mistake)
     if not np.issubdtype(observed.dtype, np.number) and observed.dtype != bool:
