@@ -21,6 +21,7 @@ from autograder.grading.expect import (
 )
 from autograder.grading.inputs import distinct_sizes, random_bool_mask
 from autograder.grading.source import functions_using
+from autograder.grading.submission import StudentError
 from reference import ex1_numpy_attention as ref
 
 pytestmark = pytest.mark.ex1
@@ -204,9 +205,17 @@ def test_sdpa_uses_numpy_only(submission, mistakes, rng):
         mistake=mistakes["torch_inside_numpy"],
     )
     Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-    out, weights = expect_tuple(
-        submission.call("scaled_dot_product_attention", Q, K, V), 2, "scaled_dot_product_attention"
-    )
+    submission.call("scaled_dot_product_attention", Q, K, V)  # an unfilled stub says so
+    function = submission.module_getattr("scaled_dot_product_attention")
+    try:  # torch reached some other way (importlib, __import__) fails here
+        value = submission.probe("without_torch", function, Q, K, V)
+    except StudentError as error:
+        fail(
+            f"scaled_dot_product_attention raised {error.type} when PyTorch could not be "
+            f"imported ({error.message[:120]}); use NumPy only here",
+            mistake=mistakes["torch_dynamic_import"] if "torch" in error.message else None,
+        )
+    out, weights = expect_tuple(value, 2, "scaled_dot_product_attention")
     for name, value in (("output", out), ("weights", weights)):
         as_array(value, f"the {name} of scaled_dot_product_attention", allow=("ndarray",))
 

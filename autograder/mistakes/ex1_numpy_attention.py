@@ -237,3 +237,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         scores[..., ~mask] = -np.inf
     weights = softmax(scores, axis=-1)
     return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "torch_dynamic_import",
+    "PyTorch was imported inside the function by another spelling; this function must use "
+    "NumPy only",
+    check="test_sdpa_uses_numpy_only",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    backend = __import__("importlib").import_module("to" + "rch")
+    q, k, v = (backend.from_numpy(np.asarray(a)) for a in (Q, K, V))
+    scores = q @ k.transpose(-2, -1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~backend.from_numpy(np.asarray(mask)), float("-inf"))
+    weights = backend.softmax(scores, dim=-1)
+    return (weights @ v).numpy(), weights.numpy()

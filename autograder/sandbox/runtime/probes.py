@@ -134,5 +134,20 @@ def gradients(module) -> dict:
     }
 
 
+def without_torch(function, *args, **kwargs):
+    """Call `function` with PyTorch unimportable (`import torch`, however spelled, fails):
+    whether a "NumPy only" function really needs no torch."""
+    import sys
+
+    saved = {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
+    try:
+        for name in saved:
+            sys.modules[name] = None
+        return function(*args, **kwargs)
+    finally:
+        sys.modules.update(saved)
+
+
 PROBES["batch_recorder"] = batch_recorder
+PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
