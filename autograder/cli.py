@@ -275,13 +275,15 @@ def parser() -> argparse.ArgumentParser:
 
     grade = commands.add_parser("grade", help="grade one notebook (no course, no server)")
     grade.add_argument("notebook")
-    grade.add_argument("--exercise", help="default: from the notebook's metadata or file name")
+    grade.add_argument(
+        "--exercise", help="default: from the file name (never from the notebook's metadata)"
+    )
     grade.add_argument("--results", help="write Gradescope-style results.json here")
     grade.add_argument("--format", choices=("text", "json", "github-classroom"), default="text")
     grade.add_argument(
         "--student",
         default="anonymous",
-        help="student id: hidden inputs are seeded from exercise, student, check",
+        help="student id: hidden inputs are seeded from exercise, student, the code, check",
     )
     grade.add_argument(
         "--seed", type=int, help="base seed (from a results file) to regrade exactly"

@@ -11,7 +11,7 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
-CHECKS_VERSION = "2"
+CHECKS_VERSION = "3"
 _PACKAGE = Path(__file__).resolve().parent
 
 

@@ -19,7 +19,9 @@ EXERCISE = "ex1_numpy_attention"
 def test_grade_writes_gradescope_results(tmp_path):
     path = write_notebook(source_notebook(EXERCISE), tmp_path / "submission.ipynb")
     results = tmp_path / "results.json"
-    done = attn_grade("grade", str(path), "--results", str(results), "--student", "s1")
+    done = attn_grade(
+        "grade", str(path), "--exercise", "ex1", "--results", str(results), "--student", "s1"
+    )
     assert done.returncode == 0, done.stderr
     assert "8 / 8" in done.stdout and "PASS" in done.stdout
     data = json.loads(results.read_text())
@@ -29,7 +31,9 @@ def test_grade_writes_gradescope_results(tmp_path):
     assert extra["exercise"] == EXERCISE and extra["status"] == "ok"
     assert extra["manual_points_pending"] == 2 and isinstance(extra["seed"], int)
     assert extra["isolation"] == isolation.choose().describe()
-    again = attn_grade("grade", str(path), "--format", "json", "--seed", str(extra["seed"]))
+    again = attn_grade(
+        "grade", str(path), "--exercise", "ex1", "--format", "json", "--seed", str(extra["seed"])
+    )
     assert [t["extra_data"]["seed"] for t in json.loads(again.stdout)["tests"]] == [
         t["extra_data"]["seed"] for t in data["tests"]
     ]

@@ -9,6 +9,10 @@ from `reference/` here in the parent, and fail through `autograder.grading.expec
 import pytest
 
 
-def check(*, points: float, grade_id: str):
-    """Mark a grading check with its points and the grade cell it counts towards."""
-    return pytest.mark.check(points=points, grade_id=grade_id)
+def check(*, points: float, grade_id: str, requires: tuple[str, ...] = ()):
+    """Mark a grading check with its points and the grade cell it counts towards.
+
+    `requires` names the checks that prove the function does its job: this check's points are
+    paid only when those pass too (a constraint such as "NumPy only" or "eval mode", or a
+    property that a stub returning zeros would have, pays nothing on its own)."""
+    return pytest.mark.check(points=points, grade_id=grade_id, requires=tuple(requires))

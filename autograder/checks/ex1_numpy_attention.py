@@ -9,14 +9,19 @@ from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
     call_checked,
+    distinguish,
     ensure,
     expect_close,
     expect_shape,
     expect_tuple,
     fail,
+    is_real,
+    matching_mistake,
+    within,
 )
 from autograder.grading.inputs import distinct_sizes, random_bool_mask
 from autograder.grading.source import functions_using
+from autograder.grading.submission import StudentError
 from reference import ex1_numpy_attention as ref
 
 pytestmark = pytest.mark.ex1
@@ -30,7 +35,11 @@ def qkv_arrays(submission, *args, **kwargs) -> list[np.ndarray]:
     ]
 
 
-@check(points=0.5, grade_id="check_make_qkv")
+@check(
+    points=0.5,
+    grade_id="check_make_qkv",
+    requires=("test_make_qkv_seeded_standard_normal",),
+)
 def test_make_qkv_shapes_and_dtype(submission, rng, seed):
     seq_len, d_k = distinct_sizes(rng, 2, 2, 20)
     for name, matrix in zip(
@@ -83,7 +92,11 @@ def test_softmax_matches_reference(submission, mistakes, rng):
         )
 
 
-@check(points=1.0, grade_id="check_softmax")
+@check(
+    points=1.0,
+    grade_id="check_softmax",
+    requires=("test_softmax_matches_reference",),
+)
 def test_softmax_stable_for_large_logits(submission, mistakes, rng):
     logits = rng.normal(scale=1e4, size=(4, 6))
     logits[0] = [1e4, -1e4, 0.0, 5e3, 1e4 - 1, -5e3]
@@ -127,6 +140,8 @@ def expect_attention(answer, expected, what: str) -> None:
 @check(points=0.75, grade_id="check_sdpa")
 def test_sdpa_single_head_matches_reference(submission, mistakes, rng):
     L, S, d_k, d_v = distinct_sizes(rng, 4, 2, 12)
+    while d_v == d_k * d_k:  # sqrt(d_v) would equal d_k: two scaling mistakes would look alike
+        L, S, d_k, d_v = distinct_sizes(rng, 4, 2, 12)
     Q, K, V = rng.normal(size=(L, d_k)), rng.normal(size=(S, d_k)), rng.normal(size=(S, d_v))
     answer = call_checked(submission, mistakes, "scaled_dot_product_attention", Q, K, V)
     expect_attention(
@@ -151,26 +166,35 @@ def test_sdpa_batched_inputs(submission, mistakes, rng):
 
 @check(points=0.75, grade_id="check_sdpa")
 def test_sdpa_bool_mask_blocks_positions(submission, mistakes, rng):
-    B, L, S, d_k, d_v = distinct_sizes(rng, 5, 2, 12)
-    Q = rng.normal(size=(B, L, d_k))
-    K, V = rng.normal(size=(B, S, d_k)), rng.normal(size=(B, S, d_v))
-    mask = random_bool_mask(rng, (L, S))
-    answer = call_checked(submission, mistakes, "scaled_dot_product_attention", Q, K, V, mask=mask)
-    _, weights = expect_tuple(answer.value, 2, "attention with a mask")
-    weights = as_array(weights, "the weights of masked attention")
-    expected = ref.scaled_dot_product_attention(Q, K, V, mask)
-    expect_shape(weights, expected[1].shape, "the weights of masked attention")
-    if np.any(weights[:, ~mask] != 0):
-        from autograder.grading.expect import matching_mistake
-
-        fail(
-            "positions where the mask is False should get weight exactly 0",
-            mistake=matching_mistake(weights, answer.candidates, lambda result: result[1]),
+    B, H, L, S, d_k, d_v = distinct_sizes(rng, 6, 2, 12)
+    # Masks the contract allows: (L, S) with 3-D inputs, and 4-D masks that broadcast over the
+    # heads (B, 1, L, S) or over the batch and the queries (1, H, 1, S) with 4-D inputs.
+    for lead, mask_shape in (((B,), (L, S)), ((B, H), (B, 1, L, S)), ((B, H), (1, H, 1, S))):
+        Q = rng.normal(size=(*lead, L, d_k))
+        K, V = rng.normal(size=(*lead, S, d_k)), rng.normal(size=(*lead, S, d_v))
+        mask = random_bool_mask(rng, mask_shape)
+        what = f"attention with Q of shape {Q.shape} and a boolean mask of shape {mask_shape}"
+        answer = call_checked(
+            submission, mistakes, "scaled_dot_product_attention", Q, K, V, mask=mask
         )
-    expect_attention(answer, expected, "attention with a (L, S) boolean mask")
+        _, weights = expect_tuple(answer.value, 2, what)
+        weights = as_array(weights, f"the weights of {what}")
+        expected = ref.scaled_dot_product_attention(Q, K, V, mask)
+        expect_shape(weights, expected[1].shape, f"the weights of {what}")
+        blocked = ~np.broadcast_to(mask, weights.shape)
+        if not np.all(weights[blocked] == 0):
+            fail(
+                f"positions where the mask is False should get weight exactly 0 ({what})",
+                mistake=matching_mistake(weights, answer.candidates, lambda result: result[1]),
+            )
+        expect_attention(answer, expected, what)
 
 
-@check(points=0.75, grade_id="check_sdpa")
+@check(
+    points=0.75,
+    grade_id="check_sdpa",
+    requires=("test_sdpa_single_head_matches_reference", "test_sdpa_batched_inputs"),
+)
 def test_sdpa_uses_numpy_only(submission, mistakes, rng):
     offenders = functions_using(
         [cell.source for cell in submission.program], "scaled_dot_product_attention", "torch"
@@ -181,9 +205,17 @@ def test_sdpa_uses_numpy_only(submission, mistakes, rng):
         mistake=mistakes["torch_inside_numpy"],
     )
     Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
-    out, weights = expect_tuple(
-        submission.call("scaled_dot_product_attention", Q, K, V), 2, "scaled_dot_product_attention"
-    )
+    submission.call("scaled_dot_product_attention", Q, K, V)  # an unfilled stub says so
+    function = submission.module_getattr("scaled_dot_product_attention")
+    try:  # torch reached some other way (importlib, __import__) fails here
+        value = submission.probe("without_torch", function, Q, K, V)
+    except StudentError as error:
+        fail(
+            f"scaled_dot_product_attention raised {error.type} when PyTorch could not be "
+            f"imported ({error.message[:120]}); use NumPy only here",
+            mistake=mistakes["torch_dynamic_import"] if "torch" in error.message else None,
+        )
+    out, weights = expect_tuple(value, 2, "scaled_dot_product_attention")
     for name, value in (("output", out), ("weights", weights)):
         as_array(value, f"the {name} of scaled_dot_product_attention", allow=("ndarray",))
 
@@ -195,7 +227,11 @@ def torch_attention(Q, K, V, mask=None) -> np.ndarray:
     ).numpy()
 
 
-@check(points=0.5, grade_id="check_vs_torch")
+@check(
+    points=0.5,
+    grade_id="check_vs_torch",
+    requires=("test_max_abs_diff_compares_with_torch",),
+)
 def test_max_abs_diff_matches_its_definition(submission, rng):
     """The reported number is max |student's attention output - PyTorch's| (whatever the
     student's attention computes: its correctness is checked by the check_sdpa checks)."""
@@ -215,10 +251,12 @@ def test_max_abs_diff_matches_its_definition(submission, rng):
         )
         ours = as_array(out, "the output of scaled_dot_product_attention")
         expected = float(np.max(np.abs(ours - torch_attention(Q, K, V, kwargs.get("mask")))))
+        shown, wanted = distinguish(float(value), expected)
         ensure(
-            abs(value - expected) <= 1e-9 + 1e-6 * expected,
-            f"max_abs_diff_vs_torch returned {value:.6g}, but your attention differs from "
-            f"PyTorch's by {expected:.6g} on these inputs",
+            within(value, expected, 1e-9 + 1e-6 * expected),
+            f"max_abs_diff_vs_torch returned {shown}, but your attention differs from "
+            f"PyTorch's by {wanted} on these inputs (Q {Q.shape}, K {K.shape}, V {V.shape}"
+            f"{', mask ' + str(mask.shape) if kwargs else ''})",
         )
 
 
@@ -239,23 +277,28 @@ def test_max_abs_diff_compares_with_torch(submission, mistakes, rng):
         submission.module_setattr("scaled_dot_product_attention", original)
     torch_out = torch_attention(Q, K, V, mask)
     expected = float(np.max(np.abs(fake_out - torch_out)))
-    ensure(isinstance(value, float | int), f"expected a float, got {type(value).__name__}")
-    if abs(value - expected) > 1e-9:
+    ensure(is_real(value), f"expected a float, got {type(value).__name__}")
+    if not within(value, expected, 1e-9):
         signed = float(np.max(fake_out - torch_out))
         named = (
             mistakes["diff_without_abs"]
-            if abs(value - signed) < 1e-9
+            if within(value, signed, 1e-9)
             else (mistakes["diff_hardcoded"] if value == 0 else None)
         )
         fail(
             "max_abs_diff_vs_torch should compare scaled_dot_product_attention's output with "
-            f"F.scaled_dot_product_attention on the same inputs and mask (expected {expected:.6g} "
-            f"for an attention returning a known output, got {value:.6g})",
+            f"F.scaled_dot_product_attention on the same inputs and mask (expected "
+            f"{distinguish(float(value), expected)[1]} for an attention returning a known "
+            f"output, got {distinguish(float(value), expected)[0]})",
             mistake=named,
         )
 
 
-@check(points=0.75, grade_id="check_score_variance")
+@check(
+    points=0.75,
+    grade_id="check_score_variance",
+    requires=("test_score_variance_uses_its_arguments",),
+)
 def test_score_variance_close_to_d_k_and_one(submission, mistakes, rng, seed):
     for d_k in (int(rng.integers(3, 9)), int(rng.integers(30, 90))):
         answer = call_checked(
@@ -279,7 +322,11 @@ def test_score_variance_close_to_d_k_and_one(submission, mistakes, rng, seed):
         )
 
 
-@check(points=0.75, grade_id="check_score_variance")
+@check(
+    points=0.75,
+    grade_id="check_score_variance",
+    requires=("test_score_variance_close_to_d_k_and_one",),
+)
 def test_score_variance_uses_its_arguments(submission, mistakes, seed):
     first = expect_tuple(
         submission.call("score_variance", 12, n_samples=5_000, seed=seed), 2, "score_variance"

@@ -16,6 +16,7 @@ import torch
 from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
+    distinguish,
     ensure,
     expect_close,
     expect_shape,
@@ -113,16 +114,23 @@ def dataset(submission, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
     return X, y
 
 
-@check(points=0.75, grade_id="check_make_mean_dataset")
+@check(
+    points=0.75,
+    grade_id="check_make_mean_dataset",
+    requires=("test_mean_dataset_seeded",),
+)
 def test_mean_dataset_shapes_and_labels(submission, mistakes, rng):
     # A small vocab and seq_len with an even product: many rows have a mean of exactly
-    # vocab / 2, where `>` and `>=` disagree.
-    n, length, top = (
-        int(rng.integers(300, 400)),
-        2 * int(rng.integers(2, 4)),
-        int(rng.integers(7, 11)),
-    )
-    kwargs = {"n_samples": n, "seq_len": length, "vocab_size": top, "seed": int(rng.integers(999))}
+    # vocab / 2, where `>` and `>=` disagree; an odd vocab too, where `> vocab // 2` differs.
+    for top in (int(rng.choice([7, 9, 11])), int(rng.choice([8, 10]))):
+        n, length = int(rng.integers(300, 400)), 2 * int(rng.integers(2, 4))
+        kwargs = {"n_samples": n, "seq_len": length, "vocab_size": top}
+        kwargs["seed"] = int(rng.integers(999))
+        expect_mean_labels(submission, mistakes, kwargs)
+
+
+def expect_mean_labels(submission, mistakes, kwargs: dict) -> None:
+    n, length, top = kwargs["n_samples"], kwargs["seq_len"], kwargs["vocab_size"]
     what = f"make_mean_dataset({shown(kwargs)})"
     X, y = dataset(submission, **kwargs)
     expect_shape(X.numpy(), (n, length), f"X of {what}")
@@ -136,16 +144,21 @@ def test_mean_dataset_shapes_and_labels(submission, mistakes, rng):
     ensure(0 <= int(X.min()) and int(X.max()) < top, f"X of {what} should lie in [0, {top})")
     totals = X.numpy().sum(axis=1)
     expected, at_half = 2 * totals > length * top, 2 * totals == length * top  # exact
-    wrong = np.flatnonzero(y.numpy() != expected)
+    floored = totals > length * (top // 2)
+    observed = y.numpy()
+    wrong = np.flatnonzero(observed != expected)
     first = int(wrong[0]) if wrong.size else 0
+    named = None
+    if at_half.any() and np.array_equal(observed, expected | at_half):
+        named = mistakes["labels_greater_or_equal"]
+    elif top % 2 and np.array_equal(observed, floored):
+        named = mistakes["labels_floor_half_vocab"]
     ensure(
         wrong.size == 0,
         f"{what}: y should be 1 exactly where the row's mean is strictly greater than "
         f"vocab_size / 2 = {top / 2:g}; {wrong.size} of {n} labels differ (the first in row "
         f"{first}, of mean {totals[first] / length:g})",
-        mistake=mistakes["labels_greater_or_equal"]
-        if at_half.any() and np.array_equal(y.numpy(), expected | at_half)
-        else None,
+        mistake=named,
     )
 
 
@@ -222,7 +235,11 @@ def classifier(submission, rng, seed, name="TransformerClassifier", **extra):
     return model, x, config, f"{name}({shown({**config, **extra})})"
 
 
-@check(points=0.5, grade_id="check_transformer_classifier")
+@check(
+    points=0.5,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_structure(submission, mistakes, rng, seed):
     model, _, config, what = classifier(submission, rng, seed)
     parts = {s["name"]: s for s in submission.probe("module_summary", model)["submodules"]}
@@ -258,6 +275,12 @@ def expect_per_sample_logits(model: Handle, x, classes: int, rng, what: str, mis
         f"the logits of {what}",
         mistake=mistake if len(logits) == length else None,
     )
+    spread = float(np.max(np.ptp(logits, axis=0)))
+    ensure(
+        spread > 1e-6,
+        f"{what}: every sample got the same logits (they differ by at most {spread:.3g} over "
+        f"{batch} different sequences); the logits should depend on the input",
+    )
     others = x.clone()
     rows = [i for i in range(batch) if i != keep]
     others[rows] = tokens(rng, int(x.max()) + 1, batch - 1, length)
@@ -286,7 +309,11 @@ def test_transformer_classifier_logits_per_sample(submission, mistakes, rng, see
     expect_per_sample_logits(model, x, classes, rng, what, seq_first)
 
 
-@check(points=0.25, grade_id="check_transformer_classifier")
+@check(
+    points=0.25,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_mean_pools_encoder_output(submission, mistakes, rng, seed):
     """A forward hook replaces the output of `encoder` by states chosen here: the logits must
     depend on them only through their mean over the sequence."""
@@ -339,7 +366,11 @@ def test_transformer_classifier_uses_positions(submission, mistakes, rng, seed):
     )
 
 
-@check(points=0.25, grade_id="check_transformer_classifier")
+@check(
+    points=0.25,
+    grade_id="check_transformer_classifier",
+    requires=("test_transformer_classifier_logits_per_sample",),
+)
 def test_transformer_classifier_runs_without_warnings(submission, mistakes, rng):
     """A warning goes to stderr, and nbgrader gives no points to a cell that writes there."""
     model, warned = submission.call_recording_warnings("TransformerClassifier")
@@ -365,7 +396,38 @@ def test_lstm_classifier_structure_and_logits(submission, mistakes, rng, seed):
     expect_per_sample_logits(model, x, config["num_classes"], rng, what, seq_first)
 
 
-@check(points=0.5, grade_id="check_lstm_classifier")
+@check(
+    points=0.25,
+    grade_id="check_lstm_classifier",
+    requires=("test_lstm_classifier_structure_and_logits",),
+)
+def test_lstm_classifier_reads_the_whole_sequence(submission, mistakes, rng, seed):
+    """Changing only the last token, or only the first, must change an LSTM's logits: the
+    classifier reads the state after the whole sequence."""
+    model, x, config, what = classifier(submission, rng, seed, "LSTMClassifier")
+    vocab = config["vocab_size"]
+    what = f"{what} in eval mode on x of shape {tuple(x.shape)}"
+    logits = logits_of(model, x, what)
+    for position, name in ((-1, "last"), (0, "first")):
+        changed = x.clone()
+        changed[:, position] = (
+            x[:, position] + torch.from_numpy(rng.integers(1, vocab, len(x)))
+        ) % vocab
+        change = largest_change(logits_of(model, changed, what), logits)
+        ensure(
+            change > 1e-6,
+            f"{what}: changing only the {name} token of every sequence changed the logits by "
+            f"{change:.3g}; the classifier should read the LSTM's state after the whole "
+            "sequence",
+            mistake=mistakes["lstm_first_token_state"] if position == -1 else None,
+        )
+
+
+@check(
+    points=0.25,
+    grade_id="check_lstm_classifier",
+    requires=("test_lstm_classifier_structure_and_logits",),
+)
 def test_lstm_parameter_count_comparable(submission, mistakes, seed):
     transformer, lstm = (
         submission.probe("module_summary", build(submission, name, seed))["trainable_parameters"]
@@ -419,9 +481,13 @@ def linear_model(submission, rng, vocab: int, length: int, scale: float):
     return weights, fresh
 
 
-def train(submission, model, X, y, what: str, **kwargs) -> list[float]:
-    """The student's train_classifier, checked to return one Python float per epoch."""
+def train(submission, model, X, y, what: str, *, strict: bool = True, **kwargs) -> list[float]:
+    """The student's train_classifier, checked to return one Python float per epoch. Not
+    `strict`: 0-d tensors count as numbers too (the checks of the history's form deduct that
+    slip; a check of what the training achieves does not deduct it again)."""
     value = submission.call("train_classifier", model, X, y, **kwargs, timeout=TRAIN_TIMEOUT)
+    if not strict and isinstance(value, list):
+        value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = kwargs["epochs"]
     ensure(
         isinstance(value, list) and len(value) == epochs,
@@ -466,16 +532,20 @@ def test_train_classifier_seeded(submission, mistakes, rng, seed):
     X = torch.from_numpy(rng.integers(0, vocab, size=(n, length)))
     y = torch.from_numpy(rng.integers(0, 2, size=n))
     fresh = linear_model(submission, rng, vocab, length, scale=0.5)[1]
-    kwargs = {"epochs": 2, "batch_size": int(rng.integers(5, 9)), "lr": 0.05}
+    kwargs = {"epochs": 3, "batch_size": int(rng.integers(5, 9)), "lr": 0.05}
     what = f"train_classifier(model, X, y, {shown(kwargs)}, seed=...)"
     runs = []
     # The same starting weights every time; before each run the child's global RNGs are put in
     # another state, which a train_classifier seeded by its own `seed` does not notice.
+    recorder = None  # the first run's model records the batches it is trained on
     for global_seed, own_seed in ((seed, own), (seed + 1, own), (seed + 2, own + 1)):
         model = fresh()
+        if recorder is None:
+            model = recorder = submission.probe("batch_recorder", model)
         submission.seed(global_seed)
         runs.append(train(submission, model, X, y, what, **kwargs, seed=own_seed))
     ignores = mistakes["train_ignores_seed"]
+    expect_reshuffled(recorder.getattr("seen"), n, kwargs["epochs"], what, mistakes["shuffle_once"])
     ensure(
         np.allclose(runs[0], runs[1], rtol=1e-6, atol=1e-9),
         f"{what} should return the same losses for the same seed and starting weights whatever "
@@ -491,14 +561,14 @@ def test_train_classifier_seeded(submission, mistakes, rng, seed):
 
 
 @check(points=1.0, grade_id="check_train_classifier")
-def test_train_classifier_learns_mean_task(submission, mistakes, seed):
+def test_train_classifier_learns_mean_task(submission, mistakes, rng, seed):
     data_seed = seed % 10_000
     n_train, n_test, seq_len, vocab = LEARN.values()
     X, y = ref.make_mean_dataset(n_train, seq_len, vocab, seed=data_seed)
     X_test, y_test = ref.make_mean_dataset(n_test, seq_len, vocab, seed=10_000 + data_seed)
     model = build(submission, "TransformerClassifier", seed, vocab_size=vocab)
     what = f"train_classifier(model, X, y, {shown(LEARN_TRAINING)})"
-    history = train(submission, model, X, y, what, **LEARN_TRAINING, seed=data_seed)
+    history = train(submission, model, X, y, what, strict=False, **LEARN_TRAINING, seed=data_seed)
     model.call("eval")
     logits = logits_of(model, X_test, "the trained TransformerClassifier")
     expect_shape(logits, (n_test, 2), "the logits of the trained TransformerClassifier")
@@ -509,9 +579,51 @@ def test_train_classifier_learns_mean_task(submission, mistakes, seed):
         f"TransformerClassifier(vocab_size={vocab}) classifies {accuracy:.1%} of {n_test} new "
         f"sequences correctly; correct implementations reach about 93%, at least "
         f"{MIN_ACCURACY:.0%} is required (losses per epoch: {[round(v, 4) for v in history]})",
-        mistake=mistakes["optimizer_never_steps"] if np.ptp(history) < 1e-3 else None,
+        mistake=mistakes["optimizer_never_steps"]
+        if np.ptp(history) < 1e-3
+        else (mistakes["no_zero_grad"] if accumulates_gradients(submission, rng) else None),
     )
     ensure(history[-1] < history[0], f"the training loss should go down, got {history}")
+
+
+def accumulates_gradients(submission, rng) -> bool:
+    """Diagnosis: one epoch at lr=0 over k equal batches leaves, without zero_grad, the sum of
+    the k batch gradients in .grad: k times the gradient of the mean loss over all samples."""
+    (vocab, length), batch_size, k = distinct_sizes(rng, 2, 4, 9), 6, 3
+    n = k * batch_size
+    X, y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, 2, size=n)
+    w, fresh = linear_model(submission, rng, vocab, length, scale=1.0)
+    model = fresh()
+    try:
+        kwargs = {"epochs": 1, "batch_size": batch_size, "lr": 0.0, "seed": 0}
+        train(
+            submission, model, torch.from_numpy(X), torch.from_numpy(y), "", strict=False, **kwargs
+        )
+        grads = submission.probe("gradients", model)
+        grad = grads.get("2.bias") if isinstance(grads, dict) else None
+    except (StudentError, AssertionError):
+        return False
+    if not torch.is_tensor(grad):
+        return False
+    logits = w["0.weight"][X].reshape(n, -1).astype(np.float64) @ w["2.weight"].T + w["2.bias"]
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[np.arange(n), y] -= 1.0
+    return bool(np.allclose(grad.numpy(), k * p.mean(axis=0), rtol=1e-3, atol=1e-5))
+
+
+def expect_reshuffled(seen, n: int, epochs: int, what: str, mistake) -> None:
+    """The rows a recording model saw in training mode, epoch by epoch: not the same order
+    in every epoch (only judged when it saw exactly `epochs` passes over the `n` rows)."""
+    if not isinstance(seen, list) or len(seen) != n * epochs:
+        return
+    orders = [seen[e * n : (e + 1) * n] for e in range(epochs)]
+    ensure(
+        any(order != orders[0] for order in orders[1:]),
+        f"{what}: every one of the {epochs} epochs fed the {n} samples in the same order; "
+        "reshuffle the samples at the start of every epoch",
+        mistake=mistake,
+    )
 
 
 # -- evaluate_accuracy ---------------------------------------------------------------------------
@@ -519,6 +631,8 @@ def targets(rng, predictions: np.ndarray, classes: int) -> tuple[np.ndarray, flo
     """Labels that agree with `predictions` at about 60% of the samples, and that fraction."""
     hit = rng.random(predictions.shape) < 0.6
     hit[0], hit[-1] = True, False
+    if hit.mean() == 0.5:  # a function returning the constant 0.5 must not pass
+        hit[1] = not hit[1]
     wrong = (predictions + rng.integers(1, classes, size=predictions.shape)) % classes
     return np.where(hit, predictions, wrong), float(np.mean(hit))
 
@@ -534,8 +648,8 @@ def expect_accuracy(submission, mistakes, model: Handle, value, expected: float,
     without_eval = mistakes["accuracy_without_eval"] if training else None
     ensure(
         abs(value - expected) <= 1e-6,
-        f"{what} should be {expected:.6f} (the fraction of samples whose argmax logit is the "
-        f"label, in eval mode), got {value:.6f}",
+        f"{what} should be {distinguish(value, expected)[1]} (the fraction of samples whose argmax "
+        f"logit is the label, in eval mode), got {distinguish(value, expected)[0]}",
         mistake=without_eval,
     )
     ensure(not training, f"{what} should put the model in eval mode", mistake=without_eval)
@@ -555,7 +669,11 @@ def test_evaluate_accuracy_matches_logits(submission, mistakes, rng, seed):
     expect_accuracy(submission, mistakes, model, value, expected, what)
 
 
-@check(points=0.25, grade_id="check_evaluate_accuracy")
+@check(
+    points=0.25,
+    grade_id="check_evaluate_accuracy",
+    requires=("test_evaluate_accuracy_matches_logits",),
+)
 def test_evaluate_accuracy_eval_mode_without_gradients(submission, mistakes, rng):
     """The model starts with an in-place ReLU and X is a leaf tensor that requires grad: PyTorch
     refuses that in-place update while it records gradients, and allows it under

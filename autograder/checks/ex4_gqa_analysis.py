@@ -135,14 +135,22 @@ def gqa_expected(mistakes, sizes, weights, x, mask=None) -> tuple[np.ndarray, li
 
 
 # -- GroupedQueryAttention: structure ----------------------------------------------------------
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_projection_shapes_without_bias(submission, mistakes, rng):
     _, _, d_model, n_heads, n_kv = gqa_sizes(rng)
     module = build(submission, d_model, n_heads, n_kv)
     check_projections(module, (d_model, n_heads, n_kv), mistakes)
 
 
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_output_shape(submission, rng):
     batch, length, d_model, n_heads, n_kv = gqa_sizes(rng)
     module = build(submission, d_model, n_heads, n_kv)
@@ -153,7 +161,11 @@ def test_gqa_output_shape(submission, rng):
     ensure(bool(np.all(np.isfinite(out))), "the output should be finite (no NaN or inf)")
 
 
-@check(points=0.5, grade_id="check_gqa_structure")
+@check(
+    points=0.5,
+    grade_id="check_gqa_structure",
+    requires=("test_gqa_matches_reference_with_its_own_weights",),
+)
 def test_gqa_rejects_indivisible_sizes(submission, mistakes, rng):
     n_heads = int(rng.choice([6, 8, 9, 10]))
     head_dim = int(rng.integers(3, 9))
@@ -430,8 +442,7 @@ def test_gqa_report_output_shape_from_forward_pass(submission, mistakes, rng):
     )
     # Swap the class for a stub that returns one module whose W_o widens the output by 3
     # features: a shape measured on a forward pass shows the extra width. A report that raises
-    # on the stub (e.g. it asserts the output has the input's shape) proves nothing either way
-    # and is given the benefit of the doubt.
+    # on the stub (e.g. it asserts a hard-coded shape) has not measured it: it fails too.
     widened = (*kwargs["batch_shape"], d_model + 3)
     module = build(submission, d_model, n_heads, n_heads)
     nn_module = submission.module_getattr("torch").getattr("nn")
@@ -440,8 +451,12 @@ def test_gqa_report_output_shape_from_forward_pass(submission, mistakes, rng):
     submission.module_setattr("GroupedQueryAttention", submission.probe("returns", module))
     try:
         stubbed = submission.call("gqa_report", **kwargs)
-    except StudentError:
-        return
+    except StudentError as error:
+        fail(
+            f"{what}: with GroupedQueryAttention replaced by a module whose output has "
+            f"{d_model + 3} features, gqa_report should report output_shape {widened} from a "
+            f"forward pass; it raised instead ({error})"
+        )
     finally:
         submission.module_setattr("GroupedQueryAttention", original)
     shapes = [row["output_shape"] for row in report_rows(stubbed, kwargs)]

@@ -10,6 +10,7 @@ from autograder.checks import check
 from autograder.grading.expect import (
     as_array,
     call_checked,
+    distinguish,
     ensure,
     expect_close,
     expect_rows_sum_to_one,
@@ -51,7 +52,11 @@ def float_mask(keep: np.ndarray) -> np.ndarray:
 
 
 # -- causal_mask -------------------------------------------------------------------------------
-@check(points=0.25, grade_id="check_causal_mask")
+@check(
+    points=0.25,
+    grade_id="check_causal_mask",
+    requires=("test_causal_mask_values",),
+)
 def test_causal_mask_shape_and_dtype(submission, mistakes, rng):
     for seq_len in distinct_sizes(rng, 3, 2, 16):
         what = f"causal_mask({seq_len})"
@@ -73,7 +78,9 @@ def test_causal_mask_values(submission, mistakes, rng):
         what = f"causal_mask({seq_len}) (0.0 where key j <= query i, -inf where j > i)"
         mask = as_array(answer.value, f"causal_mask({seq_len})", allow=("tensor",))
         expected = ref.causal_mask(seq_len).numpy()
-        expect_close(mask, expected, what, atol=0, rtol=0, mistakes=answer.candidates)
+        expect_close(
+            mask, expected, what, atol=0, rtol=0, mistakes=answer.candidates, allow_inf=True
+        )
 
 
 # -- masked_attention --------------------------------------------------------------------------
@@ -307,9 +314,20 @@ def test_causal_transformer_output_shape(submission, rng, seed):
         x = rng.integers(0, vocab, size=(rows, steps))
         logits = logits_of(model, x, f"{what} on x of shape {x.shape}")
         expect_shape(logits, (rows, steps, vocab), f"the logits of {what} on x of shape {x.shape}")
+        spread = float(np.max(np.ptp(logits[:, -1], axis=0)))
+        ensure(
+            spread > 1e-6,
+            f"the logits of {what} at the last position are the same for all {rows} sequences "
+            f"of x of shape {x.shape} (they differ by at most {spread:.3g}); they should "
+            "depend on the tokens",
+        )
 
 
-@check(points=0.75, grade_id="check_causal_transformer")
+@check(
+    points=0.75,
+    grade_id="check_causal_transformer",
+    requires=("test_causal_transformer_output_shape",),
+)
 def test_causal_transformer_is_causal(submission, mistakes, rng, seed):
     batch, length, config = model_case(rng)
     vocab = config["vocab_size"]
@@ -349,11 +367,14 @@ def diagnose_leak(submission, mistakes, t: int, length: int):
 
 
 # -- train_lm and next_token_accuracy ----------------------------------------------------------
-def train(submission, model: Handle, X, Y, **options) -> list[float]:
-    """The history of train_lm(model, X, Y, **options) in the child, checked for its form."""
+def train(submission, model: Handle, X, Y, *, strict: bool = True, **options) -> list[float]:
+    """The history of train_lm(model, X, Y, **options) in the child, checked for its form (not
+    `strict`: 0-d tensors count as numbers; the form's checks deduct that slip once)."""
     shown = ", ".join(f"{key}={value}" for key, value in options.items() if key != "seed")
     what = f"train_lm(model, X, Y, {shown}, seed=...)"
     value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
+    if not strict and isinstance(value, list):
+        value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = options["epochs"]
     ensure(
         isinstance(value, list | tuple) and len(value) == epochs,
@@ -371,7 +392,61 @@ def train(submission, model: Handle, X, Y, **options) -> list[float]:
     return [float(loss) for loss in value]
 
 
-@check(points=0.75, grade_id="check_train_lm")
+def lm_linear_model(submission, rng, vocab: int):
+    """Embedding(vocab, 3) -> Linear(3, vocab), weights drawn here: a next-token model whose
+    loss the parent computes exactly. (the weights, a function building a fresh copy)"""
+    shapes = {"0.weight": (vocab, 3), "1.weight": (vocab, 3), "1.bias": (vocab,)}
+    weights = {k: rng.normal(size=v).astype(np.float32) for k, v in shapes.items()}
+
+    def fresh() -> Handle:
+        nn_child = submission.module_getattr("torch").getattr("nn")
+        parts = [nn_child.call("Embedding", vocab, 3), nn_child.call("Linear", 3, vocab)]
+        model = nn_child.call("Sequential", *parts)
+        model.call("load_state_dict", {k: torch.from_numpy(w) for k, w in weights.items()})
+        return model
+
+    return weights, fresh
+
+
+def position_losses(weights: dict, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Cross-entropy (N, T) of the linear next-token model at every position, in float64."""
+    w = {key: value.astype(np.float64) for key, value in weights.items()}
+    logits = w["0.weight"][X] @ w["1.weight"].T + w["1.bias"]
+    top = logits.max(axis=-1, keepdims=True)
+    log_total = np.log(np.exp(logits - top).sum(axis=-1)) + top[..., 0]
+    return log_total - np.take_along_axis(logits, Y[..., None], axis=-1)[..., 0]
+
+
+@check(points=0.25, grade_id="check_train_lm")
+def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
+    """With lr=0 the model never changes: every epoch's loss is the mean cross-entropy over
+    all positions of all windows, whatever the batches."""
+    vocab, length = distinct_sizes(rng, 2, 4, 12)
+    batch_size = int(rng.integers(5, 9))
+    n = 4 * batch_size + int(rng.integers(1, 3))  # a small last batch
+    X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
+    weights, fresh = lm_linear_model(submission, rng, vocab)
+    options = {"epochs": 3, "batch_size": batch_size, "lr": 0.0, "seed": int(rng.integers(99))}
+    history = train(submission, fresh(), torch.from_numpy(X), torch.from_numpy(Y), **options)
+    losses = position_losses(weights, X, Y)
+    expected, last = float(losses.mean()), float(losses[:, -1].mean())
+    named = None
+    if np.allclose(history, last, rtol=1e-4, atol=1e-6):
+        named = mistakes["lm_loss_last_position_only"]
+    elif np.ptp(history) > 1e-5 * expected:
+        named = mistakes["lm_loss_mean_of_batch_means"]
+    ensure(
+        np.allclose(history, expected, rtol=1e-4, atol=1e-6),
+        f"train_lm(model, X, Y, epochs=3, batch_size={batch_size}, lr=0.0) on {n} windows of "
+        f"{length} tokens (X, Y of shape {(n, length)}): with lr=0 the model never changes, so "
+        "every epoch's loss should be the mean cross-entropy over all positions of all windows, "
+        f"{expected:.6f} (at the last position only it would be {last:.6f}); got "
+        f"{[round(v, 6) for v in history]}",
+        mistake=named,
+    )
+
+
+@check(points=0.5, grade_id="check_train_lm")
 def test_train_lm_deterministic_for_a_seed(submission, mistakes, rng, seed):
     vocab, context_len = int(rng.integers(12, 24)), int(rng.integers(7, 13))
     tokens = ref.discretize_sine(int(rng.integers(130, 180)), n_bins=vocab, period=23.0)
@@ -381,14 +456,25 @@ def test_train_lm_deterministic_for_a_seed(submission, mistakes, rng, seed):
     train_seed = int(rng.integers(0, 10_000))
     # Identically seeded fresh models; before each training the child's global RNGs are put in
     # a different state, which a train_lm seeded by its own `seed` does not notice.
-    histories = []
+    histories, recorder = [], None  # the first run's model records the batches it sees
     for global_seed, own_seed in ((1, train_seed), (2, train_seed), (3, train_seed + 1)):
         model = build_model(submission, seed, config)
+        if recorder is None:
+            model = recorder = submission.probe("batch_recorder", model)
         submission.seed(seed + global_seed)
         histories.append(train(submission, model, X, Y, seed=own_seed, **options))
     first, again, other = histories
     what = f"train_lm(model, X, Y, epochs={options['epochs']}, batch_size=16, lr=0.003, seed=...)"
     ignores_seed = mistakes["train_lm_ignores_seed"]
+    seen, n, epochs = recorder.getattr("seen"), len(X), options["epochs"]
+    if isinstance(seen, list) and len(seen) == n * epochs:
+        orders = [seen[e * n : (e + 1) * n] for e in range(epochs)]
+        ensure(
+            any(order != orders[0] for order in orders[1:]),
+            f"{what}: every one of the {epochs} epochs fed the {n} windows in the same order; "
+            "reshuffle the windows at the start of every epoch",
+            mistake=mistakes["lm_shuffle_once"],
+        )
     ensure(
         np.allclose(first, again, rtol=1e-6, atol=1e-9),
         f"{what} should return the same losses for the same seed and the same starting model, "
@@ -404,13 +490,13 @@ def test_train_lm_deterministic_for_a_seed(submission, mistakes, rng, seed):
 
 
 @check(points=1.0, grade_id="check_train_lm")
-def test_train_lm_learns_the_sine(submission, mistakes, seed):
+def test_train_lm_learns_the_sine(submission, mistakes, rng, seed):
     n_points, context_len, epochs, batch_size, lr = LEARN.values()
     X, Y = ref.make_windows(ref.discretize_sine(n_points), context_len)
     X_train, Y_train, X_test, Y_test = ref.split_holdout(X, Y)
     model = build_model(submission, seed, {"vocab_size": 50})
     options = {"epochs": epochs, "batch_size": batch_size, "lr": lr}
-    train(submission, model, X_train, Y_train, seed=seed % 10_000, **options)
+    train(submission, model, X_train, Y_train, strict=False, seed=seed % 10_000, **options)
     model.call("eval")
     logits = logits_of(model, X_test.numpy(), "the trained CausalTransformer(vocab_size=50)")
     expect_shape(logits, (*X_test.shape, 50), "the logits of the trained model")
@@ -424,8 +510,36 @@ def test_train_lm_learns_the_sine(submission, mistakes, seed):
         f"model predicts the next token at {accuracy:.1%} of the positions of the "
         f"{len(X_test)} held-out windows; correct implementations reach about 90% on this "
         f"budget, at least {MIN_HELD_OUT_ACCURACY:.0%} is required",
-        mistake=mistakes["trained_on_inputs"] if copies >= 0.9 else None,
+        mistake=mistakes["trained_on_inputs"]
+        if copies >= 0.9
+        else (mistakes["lm_no_zero_grad"] if lm_accumulates_gradients(submission, rng) else None),
     )
+
+
+def lm_accumulates_gradients(submission, rng) -> bool:
+    """Diagnosis: one epoch at lr=0 over k equal batches leaves, without zero_grad, the sum of
+    the k batch gradients in .grad: k times the gradient of the mean loss over all windows."""
+    vocab, length, batch_size, k = 7, 5, 6, 3
+    n = k * batch_size
+    X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
+    weights, fresh = lm_linear_model(submission, rng, vocab)
+    model = fresh()
+    options = {"epochs": 1, "batch_size": batch_size, "lr": 0.0, "seed": 0}
+    try:
+        train(submission, model, torch.from_numpy(X), torch.from_numpy(Y), strict=False, **options)
+        grads = submission.probe("gradients", model)
+        grad = grads.get("1.bias") if isinstance(grads, dict) else None
+    except (StudentError, AssertionError):
+        return False
+    if not torch.is_tensor(grad):
+        return False
+    w = {key: value.astype(np.float64) for key, value in weights.items()}
+    logits = w["0.weight"][X] @ w["1.weight"].T + w["1.bias"]
+    p = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    np.put_along_axis(p, Y[..., None], np.take_along_axis(p, Y[..., None], axis=-1) - 1, axis=-1)
+    full = p.reshape(-1, vocab).mean(axis=0)
+    return bool(np.allclose(grad.numpy(), k * full, rtol=1e-3, atol=1e-5))
 
 
 @check(points=0.5, grade_id="check_next_token_accuracy")
@@ -439,6 +553,8 @@ def test_next_token_accuracy_matches_predictions(submission, mistakes, rng, seed
     # Targets that agree with the model's predictions at about 60% of the positions.
     hit = rng.random(predictions.shape) < 0.6
     hit[0, -1], hit[-1, -1] = True, False
+    if hit.mean() == 0.5:  # a function returning the constant 0.5 must not pass
+        hit[0, 0] = not hit[0, 0]
     wrong = (predictions + rng.integers(1, vocab, size=predictions.shape)) % vocab
     y = np.where(hit, predictions, wrong)
     expected = float(np.mean(hit))
@@ -456,7 +572,8 @@ def test_next_token_accuracy_matches_predictions(submission, mistakes, rng, seed
         elif model.getattr("training") is True:
             named = mistakes["accuracy_in_train_mode"]
         fail(
-            f"{what} should be {expected:.6f}: the model's argmax equals the target at "
-            f"{int(hit.sum())} of {hit.size} positions; got {value:.6f}",
+            f"{what} should be {distinguish(value, expected)[1]}: the model's argmax equals the "
+            f"target at {int(hit.sum())} of {hit.size} positions; got "
+            f"{distinguish(value, expected)[0]}",
             mistake=named,
         )

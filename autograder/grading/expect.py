@@ -95,16 +95,35 @@ def expect_rows_sum_to_one(
     )
 
 
-def close(a, b, *, atol: float, rtol: float) -> bool:
+def close(a, b, *, atol: float, rtol: float, allow_inf: bool = False) -> bool:
+    """Same shape and within tolerance. NaN never equals anything, nor does infinity (unless
+    `allow_inf`: then an infinity equals only the same infinity where the expected one is)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
     try:
-        return bool(
-            np.allclose(a.astype(float), b.astype(float), atol=atol, rtol=rtol, equal_nan=True)
-        )
+        a, b = a.astype(float), b.astype(float)
     except (TypeError, ValueError):
         return False
+    if np.isnan(a).any() or np.isnan(b).any():
+        return False
+    infinite = np.isinf(a) | np.isinf(b)
+    if infinite.any():
+        if not allow_inf or not np.array_equal(a[infinite], b[infinite]):
+            return False
+        a, b = a[~infinite], b[~infinite]
+    return bool(np.allclose(a, b, atol=atol, rtol=rtol))
+
+
+def within(value, expected, tolerance: float) -> bool:
+    """|value - expected| <= tolerance for finite real numbers; False for NaN, inf or
+    anything that is not a real number."""
+    if not (is_real(value) and is_real(expected)):
+        return False
+    value, expected = float(value), float(expected)
+    if not (np.isfinite(value) and np.isfinite(expected)):
+        return False
+    return abs(value - expected) <= tolerance
 
 
 def matching_mistake(
@@ -114,8 +133,10 @@ def matching_mistake(
     *,
     atol: float = 1e-6,
     rtol: float = 1e-5,
+    allow_inf: bool = True,
 ) -> Mistake | None:
-    """The first catalogued mistake whose output (after `pick`) matches `observed`."""
+    """The first catalogued mistake whose output (after `pick`) matches `observed`. Naming pays
+    nothing, so the same infinities in the same places count as a match (NaN never does)."""
     for mistake, output in candidates:
         try:
             candidate = pick(output)
@@ -123,7 +144,7 @@ def matching_mistake(
                 candidate = candidate.detach().numpy()
         except Exception:  # noqa: BLE001 - a candidate that does not fit is no match
             continue
-        if close(observed, candidate, atol=atol, rtol=rtol):
+        if close(observed, candidate, atol=atol, rtol=rtol, allow_inf=allow_inf):
             return mistake
     return None
 
@@ -164,6 +185,7 @@ def expect_close(
     rtol: float = 1e-5,
     mistakes: Iterable[tuple[Mistake, object]] = (),
     pick: Callable = lambda value: value,
+    allow_inf: bool = False,
 ) -> None:
     """Fail unless arrays `observed` and `expected` have one shape and agree within tolerance.
 
@@ -171,24 +193,36 @@ def expect_close(
     `pick` to the compared value) that `observed` does match."""
     observed = np.asarray(observed)
     expected = np.asarray(expected)
-    if close(observed, expected, atol=atol, rtol=rtol):
+    if close(observed, expected, atol=atol, rtol=rtol, allow_inf=allow_inf):
         return
     mistake = matching_mistake(observed, mistakes, pick, atol=atol, rtol=rtol)
     if observed.shape != expected.shape:
         fail(f"{what} should have shape {expected.shape}, got {observed.shape}", mistake=mistake)
     if not np.issubdtype(observed.dtype, np.number) and observed.dtype != bool:
         fail(f"{what} should hold numbers, got dtype {observed.dtype}", mistake=mistake)
+    got, want = observed.astype(float), expected.astype(float)
     with np.errstate(all="ignore"):
-        difference = np.abs(observed.astype(float) - expected.astype(float))
-    difference = np.where(np.isnan(difference), np.inf, difference)
+        difference = np.abs(got - want)
+    same_infinity = allow_inf & np.isinf(want) & (got == want)
+    difference = np.where(np.isnan(difference) & ~same_infinity, np.inf, difference)
+    difference = np.where(same_infinity, 0.0, difference)
     index = np.unravel_index(int(np.argmax(difference)), difference.shape)
     where = f" at index {tuple(int(i) for i in index)}" if observed.ndim else ""
+    shown_got, shown_want = distinguish(float(got[index]), float(want[index]))
     fail(
         f"wrong values for {what}: the largest |difference| from the expected values is "
-        f"{float(difference[index]):.3g}{where} (got {float(observed[index]):.6g}, "
-        f"expected {float(expected[index]):.6g})",
+        f"{float(difference[index]):.3g}{where} (got {shown_got}, expected {shown_want})",
         mistake=mistake,
     )
+
+
+def distinguish(got: float, expected: float, digits: int = 6) -> tuple[str, str]:
+    """Both numbers printed with enough significant digits to tell them apart (up to 17)."""
+    for precision in range(digits, 18):
+        a, b = f"{got:.{precision}g}", f"{expected:.{precision}g}"
+        if a != b:
+            return a, b
+    return f"{got!r}", f"{expected!r}"
 
 
 def expect_number(

@@ -8,6 +8,7 @@ code and tracebacks never reach that message.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import traceback
 
@@ -45,13 +46,64 @@ def student_message(error: BaseException) -> tuple[str, str | None]:
     )
 
 
+def _requirements(item: pytest.Item) -> tuple[str, ...]:
+    marker = item.get_closest_marker("check")
+    return tuple(marker.kwargs.get("requires", ())) if marker is not None else ()
+
+
 class GradingPlugin:
-    def __init__(self, exercise: str, submission: Submission, base_seed: int):
+    def __init__(
+        self,
+        exercise: str,
+        submission: Submission,
+        base_seed: int,
+        only: list[str] | None = None,
+    ):
         self.exercise = exercise
         self._submission = submission
         self.base_seed = base_seed
+        self.only = list(only) if only else None
         self.results: list[CheckResult] = []
         self.internal_errors: list[str] = []
+        self._requires: dict[str, tuple[str, ...]] = {}
+
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """With `only`, run those checks and the checks they require (which decide whether
+        they are paid); everything else is deselected."""
+        self._requires = {item.name: _requirements(item) for item in items}
+        if self.only is None:
+            return
+        wanted, queue = set(), list(self.only)
+        while queue:
+            name = queue.pop()
+            if name not in wanted:
+                wanted.add(name)
+                queue += self._requires.get(name, ())
+        chosen = [item for item in items if item.name in wanted]
+        config.hook.pytest_deselected(items=[item for item in items if item.name not in wanted])
+        items[:] = chosen
+
+    def gated_results(self) -> list[CheckResult]:
+        """Results after the requirements: a check whose required checks did not all pass is
+        paid nothing, and says which. With `only`, just those checks."""
+        passed = {result.name for result in self.results if result.passed}
+        final = []
+        for result in self.results:
+            missing = [name for name in self._requires.get(result.name, ()) if name not in passed]
+            if result.passed and missing:
+                result = dataclasses.replace(
+                    result,
+                    passed=False,
+                    message=(
+                        "this property holds, but it is paid only together with "
+                        f"{', '.join(missing)}, which did not pass"
+                    ),
+                )
+            if self.only is None or result.name in self.only:
+                final.append(result)
+        return final
 
     @pytest.fixture(scope="session")
     def submission(self) -> Submission:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import os
 import time
@@ -20,7 +22,7 @@ from autograder.grading.notebook import (
     read_json,
 )
 from autograder.grading.plugin import GradingPlugin, derive_seed
-from autograder.grading.results import GradeReport
+from autograder.grading.results import CheckResult, GradeReport
 from autograder.grading.submission import Budget, Submission
 from autograder.grading.text import clean_report
 from autograder.sandbox import isolation
@@ -30,24 +32,43 @@ log = logging.getLogger("attn_grade")
 
 
 def choose_exercise(path: Path, notebook: dict | None, requested: str | None) -> str:
+    """The exercise to grade as, from the trusted side only: `requested` (`--exercise`, the
+    nbgrader assignment, the CI configuration) or else the file's name. The notebook's own
+    metadata is the student's to edit and never decides (see `load_notebook`)."""
     if requested:
         return resolve(requested)
-    found = (declared_exercise(notebook) if notebook else None) or exercise_from_name(path)
+    found = exercise_from_name(path)
     if found is None:
         raise UnknownExercise(
-            f"cannot tell which exercise {path.name} is for (no attn_grade metadata and no "
-            "exercise id in the file name); pass --exercise"
+            f"cannot tell which exercise {path.name} is for (no exercise id in the file name; "
+            "the notebook's metadata is not trusted for this); pass --exercise"
         )
     return found
+
+
+def code_digest(program: list) -> str:
+    """sha256 over the program's cells: the submission's own code, for seeding hidden inputs."""
+    digest = hashlib.sha256()
+    for cell in program:
+        digest.update(cell.source.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def submission_seed(exercise: str, student: str, program: list) -> int:
+    """The base seed of a submission's hidden inputs: from the exercise, the student and the
+    code, so a regrade of the same notebook is identical while values printed in one feedback
+    do not fit the inputs of a changed submission."""
+    return derive_seed(exercise, student, code_digest(program))
 
 
 def run_checks(
     exercise: str, submission: Submission, base_seed: int, only: list[str] | None = None
 ) -> GradingPlugin:
     """Run the exercise's check module (or only the named checks) with pytest, in-process."""
-    plugin = GradingPlugin(exercise, submission, base_seed)
+    plugin = GradingPlugin(exercise, submission, base_seed, only)
     path = checks_module_path(exercise)
-    targets = [f"{path}::{name}" for name in only] if only else [str(path)]
+    targets = [str(path)]  # `only` (and what it requires) is selected by the plugin
     quiet = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:stepwise", "--capture=no"]
     # plain asserts and no ini file: check code never reaches a message, whatever pytest finds
     isolated = ["--assert=plain", "--import-mode=importlib", "--rootdir", str(path.parent)]
@@ -69,15 +90,22 @@ def run_checks(
 def load_notebook(
     notebook: dict | None, exercise: str, reason: str | None = None
 ) -> tuple[LoadedNotebook, str | None]:
-    """The program of a parsed notebook, or the reason it cannot be graded as `exercise`."""
+    """The program of a parsed notebook, or the reason it cannot be graded as `exercise`.
+    A notebook whose metadata names another exercise is graded as `exercise`, with a note."""
     declared = declared_exercise(notebook) if notebook else None
-    if reason is None and declared and declared != exercise:
-        reason = f"this notebook is for {declared}, not {exercise}"
     if reason is None:
         try:
-            return program_of(notebook, exercise), None
+            loaded = program_of(notebook, exercise)
         except InvalidNotebook as error:
             reason = str(error)
+        else:
+            if declared and declared != exercise:
+                loaded.problems.insert(
+                    0,
+                    f"its metadata says this notebook is for {declared}; it is graded as "
+                    f"{exercise}, the exercise it was submitted for",
+                )
+            return loaded, None
     return LoadedNotebook(exercise), reason
 
 
@@ -94,7 +122,7 @@ def grade_loaded(
     """Grade a loaded program; with a `reason`, every check fails with that reason."""
     started = time.monotonic()
     exercise = loaded.exercise
-    base_seed = seed if seed is not None else derive_seed(exercise, student)
+    base_seed = seed if seed is not None else submission_seed(exercise, student, loaded.program)
     level = isolation.choose()
     report = GradeReport(exercise, seed=base_seed, isolation=level.describe())
     if reason is not None:
@@ -107,15 +135,27 @@ def grade_loaded(
     )
     with submission:
         submission.start_in_background()
-        report.checks = run_checks(exercise, submission, base_seed, only).results
+        report.checks = run_checks(exercise, submission, base_seed, only).gated_results()
         if reason is None:
             report.status = submission.status
+        if submission.tampered:
+            report.checks = [withheld(check) for check in report.checks]
         report.messages += [
             f"{label} raised {error}" for label, error in submission.cell_errors.items()
         ]
         report.messages += submission.events
     report.execution_time = time.monotonic() - started
     return clean_report(report)
+
+
+def withheld(check: CheckResult) -> CheckResult:
+    """A check of a submission that tampered with the grader's runtime: never paid."""
+    return dataclasses.replace(
+        check,
+        passed=False,
+        message="not paid: the notebook replaced or patched the grader's runtime"
+        + (f" ({check.message})" if check.message else ""),
+    )
 
 
 def grade_notebook(path: Path | str, *, exercise: str | None = None, **options) -> GradeReport:

@@ -42,6 +42,11 @@ class Unavailable(Exception):
     """The submission could not be run (e.g. too many restarts); no call can succeed."""
 
 
+class Skipped(Unavailable):
+    """A function (or method) of the submission killed its process earlier (a hang, memory,
+    a crash): later calls to it are skipped, so only the checks that need it fail."""
+
+
 @dataclass(frozen=True)
 class ProgramCell:
     label: str  # shown in messages: "cell 7 (softmax)"
@@ -83,7 +88,13 @@ class Handle:
 
     def __call__(self, *args, timeout: float | None = None, **kwargs):
         return self._submission._call(
-            self.__agw_tag__(), None, args, kwargs, timeout=timeout, what=f"{self.name}(...)"
+            self.__agw_tag__(),
+            None,
+            args,
+            kwargs,
+            timeout=timeout,
+            what=f"{self.name}(...)",
+            owner=self.type,
         )
 
     def call(self, method: str, *args, timeout: float | None = None, **kwargs):
@@ -94,6 +105,7 @@ class Handle:
             kwargs,
             timeout=timeout,
             what=f"{self.name}.{method}()",
+            owner=self.type,
         )
 
     def call_recording_warnings(self, method: str | None, *args, **kwargs):
@@ -101,7 +113,13 @@ class Handle:
         default error state; returns (value, warnings raised)."""
         what = f"{self.name}.{method}()" if method else f"{self.name}(...)"
         return self._submission._call(
-            self.__agw_tag__(), method, args, kwargs, record_warnings=True, what=what
+            self.__agw_tag__(),
+            method,
+            args,
+            kwargs,
+            record_warnings=True,
+            what=what,
+            owner=self.type,
         )
 
     def getattr(self, name: str):
@@ -122,6 +140,8 @@ class Submission:
     generation: int = 0
     restarts: int = 0
     skipped: set[str] = field(default_factory=set)
+    stuck: dict[str, str] = field(default_factory=dict)  # call target -> why it is skipped
+    tampered: list[str] = field(default_factory=list)  # grader runtime parts the notebook changed
     cell_errors: dict[str, str] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
     status: str = "ok"
@@ -135,6 +155,21 @@ class Submission:
     def _record(self, died: SandboxDied, where: str) -> None:
         self.status = worse(self.status, died.status)
         self.events.append(f"{where}: {died.detail} [{died.status}]")
+
+    def _check_tampering(self, response: dict) -> None:
+        """The child reports grader code the notebook replaced or patched: never paid."""
+        changed = response.get("tampered")
+        if not changed or self.tampered:
+            return
+        self.tampered = (
+            [str(name)[:80] for name in changed][:10] if isinstance(changed, list) else ["?"]
+        )
+        self.status = worse(self.status, Status.TAMPERED)
+        self.events.append(
+            "the notebook replaced or patched the grader's runtime ("
+            + ", ".join(self.tampered)
+            + "); no points are given and your instructor is told"
+        )
 
     def start_in_background(self) -> None:
         """Start the sandbox and run the program while the caller does other work (the parent
@@ -171,7 +206,7 @@ class Submission:
         while self.sandbox is None or not self.sandbox.alive:
             if self.sandbox is not None:
                 self.sandbox.close()
-                if self.restarts >= self.budget.max_restarts:
+                if self.restarts - len(self.stuck) >= self.budget.max_restarts:
                     raise Unavailable(
                         f"the notebook's process was restarted {self.restarts} times; giving up"
                     )
@@ -197,6 +232,7 @@ class Submission:
                     {"op": "exec", "source": cell.source, "label": cell.label},
                     timeout=self._timeout(self.budget.cell_timeout),
                 )
+                self._check_tampering(response)
                 if not self.sandbox.alive:  # the cell killed the supervisor, yet answered
                     raise SandboxDied("crashed", "the notebook killed the sandbox's supervisor")
             except SandboxDied as died:
@@ -259,6 +295,7 @@ class Submission:
         except SandboxDied as died:
             self._record(died, f"calling {what}")
             raise
+        self._check_tampering(response)
         if not response.get("ok"):
             raise StudentError(what, response.get("error") or {})
         value = self._decode(response.get("value"), out_blobs)
@@ -274,6 +311,7 @@ class Submission:
         timeout=None,
         record_warnings: bool = False,
         what: str | None = None,
+        owner: str | None = None,
     ):
         encoder = wire.Encoder()
         header = {
@@ -285,12 +323,30 @@ class Submission:
             "record_warnings": record_warnings,
         }
         label = what or (f"{method}()" if method else "the call")
-        value, response = self._request(
-            header, encoder.blobs, what=label, timeout=timeout, full=True
-        )
+        key = self._call_key(target, method, owner)
+        if key in self.stuck:
+            raise Skipped(f"{label} was not called: {self.stuck[key]}")
+        try:
+            value, response = self._request(
+                header, encoder.blobs, what=label, timeout=timeout, full=True
+            )
+        except SandboxDied as died:
+            # One restart per function that kills the process is not counted against
+            # max_restarts: later calls to it are skipped, and checks that never call it still
+            # run (a hang in softmax must not cost score_variance its points).
+            self.stuck[key] = f"{label} stopped the notebook's process earlier ({died.status})"
+            self.events.append(f"{label} is skipped from now on")
+            raise
         if record_warnings:
             return value, [str(w) for w in response.get("warnings") or []]
         return value
+
+    @staticmethod
+    def _call_key(target: dict, method: str | None, owner: str | None) -> str:
+        """What a call runs, across restarts: a global's name, or an object's class and method
+        (handles do not survive a restart, their classes do)."""
+        name = str(target["$global"]) if "$global" in target else (owner or "an object")
+        return f"{name}.{method}" if method else name
 
     def call(self, name: str, *args, timeout: float | None = None, **kwargs):
         """Call the student's function (or class) `name` with plain-data arguments."""

@@ -209,3 +209,47 @@ def score_variance(d_k, n_samples=10_000, seed=0):
     k = np.random.standard_normal((n_samples, d_k))
     dots = np.sum(q * k, axis=1)
     return float(np.var(dots)), float(np.var(dots / np.sqrt(d_k)))
+
+
+@CATALOGUE.mistake(
+    "scaled_by_sqrt_d_v",
+    "the scores were divided by sqrt(d_v) (the size of V's rows) instead of sqrt(d_k)",
+    check="test_sdpa_single_head_matches_reference",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(V.shape[-1])
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "mask_boolean_index",
+    "the mask was applied by indexing the scores with ~mask, which works only for a mask of "
+    "shape (L, S) or of the scores' full shape; use np.where(mask, scores, -np.inf), which "
+    "broadcasts masks such as (B, 1, L, S) or (1, H, 1, S)",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores[..., ~mask] = -np.inf
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "torch_dynamic_import",
+    "PyTorch was imported inside the function by another spelling; this function must use "
+    "NumPy only",
+    check="test_sdpa_uses_numpy_only",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    backend = __import__("importlib").import_module("to" + "rch")
+    q, k, v = (backend.from_numpy(np.asarray(a)) for a in (Q, K, V))
+    scores = q @ k.transpose(-2, -1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~backend.from_numpy(np.asarray(mask)), float("-inf"))
+    weights = backend.softmax(scores, dim=-1)
+    return (weights @ v).numpy(), weights.numpy()

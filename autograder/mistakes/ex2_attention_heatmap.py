@@ -521,3 +521,29 @@ def strongest_attention(weights, tokens, word):
     for index, token in enumerate(tokens):
         first.setdefault(token, index)
     return tokens[int(np.argmax(np.asarray(weights)[first[word]]))]
+
+
+@CATALOGUE.mistake(
+    "heads_merged_without_transpose",
+    "the heads were merged with a plain reshape of (B, num_heads, L, head_dim) to "
+    "(B, L, d_model), which mixes positions and heads; transpose(1, 2) back first",
+    check="test_mha_matches_reference_with_its_own_weights",
+)
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None, return_attention=False):
+        batch, length, d_model = x.shape
+        heads = (batch, length, self.num_heads, self.head_dim)
+        q, k, v = (W(x).view(heads).transpose(1, 2) for W in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        output = self.W_o((weights @ v).reshape(batch, length, d_model))
+        return (output, weights) if return_attention else output

@@ -492,3 +492,85 @@ def evaluate_accuracy(model, X, y):
 def evaluate_accuracy(model, X, y):
     model.eval()
     return float((model(X).argmax(dim=1) == y).float().mean())
+
+
+# -- round 2 (issue 8) ---------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "labels_floor_half_vocab",
+    "the threshold was vocab_size // 2 (rounded down); the label is 1 where the mean is strictly "
+    "greater than vocab_size / 2, which differs for an odd vocab_size",
+    check="test_mean_dataset_shapes_and_labels",
+)
+def make_mean_dataset(n_samples, seq_len=20, vocab_size=100, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randint(0, vocab_size, (n_samples, seq_len), generator=generator)
+    return X, (X.float().mean(dim=1) > vocab_size // 2).long()
+
+
+@CATALOGUE.mistake(
+    "lstm_first_token_state",
+    "the LSTM classifies from its output after the first token, so the rest of the sequence "
+    "is ignored; use the state after the last token (h_n)",
+    check="test_lstm_classifier_reads_the_whole_sequence",
+)
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=100, num_classes=2):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        output, _ = self.lstm(self.embedding(x))
+        return self.fc(output[:, 0])
+
+
+@CATALOGUE.mistake(
+    "shuffle_once",
+    "the samples were shuffled once before the epochs, so every epoch sees the same batches; "
+    "draw a new permutation each epoch",
+    check="test_train_classifier_seeded",
+)
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.size(0), []
+    order = torch.randperm(n, generator=generator)
+    model.train()
+    for _ in range(epochs):
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+            loss = F.cross_entropy(model(X[idx]), y[idx])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * idx.numel()
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "no_zero_grad",
+    "the gradients were never reset (no optimizer.zero_grad()), so each step uses the sum of "
+    "all gradients so far",
+    check="test_train_classifier_learns_mean_task",
+)
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.size(0), []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.train()
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                loss = F.cross_entropy(model(X[idx]), y[idx])
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * idx.numel()
+            history.append(total / n)
+    return history

@@ -490,3 +490,35 @@ def gqa_report(
             }
         )
     return rows
+
+
+@CATALOGUE.mistake(
+    "heads_merged_without_transpose",
+    "the heads were merged with a plain reshape of (B, n_heads, L, head_dim) to (B, L, d_model), "
+    "which mixes positions and heads; transpose(1, 2) back first",
+    check="test_gqa_matches_reference_with_its_own_weights",
+)
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("d_model % n_heads and n_heads % n_kv_heads must be 0")
+        self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+        self.head_dim = d_model // n_heads
+        self.W_q = nn.Linear(d_model, n_heads * self.head_dim, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(n_heads * self.head_dim, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        batch, length, _ = x.shape
+        q = self.W_q(x).view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        group = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return self.W_o((weights @ v).reshape(batch, length, self.n_heads * self.head_dim))

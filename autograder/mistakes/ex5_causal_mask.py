@@ -262,3 +262,134 @@ def next_token_accuracy(model, X, Y):
     model.eval()
     with torch.no_grad():
         return (model(X)[:, -1].argmax(dim=-1) == Y[:, -1]).float().mean().item()
+
+
+# -- round 2 (issue 8) ---------------------------------------------------------------------------
+
+
+@CATALOGUE.mistake(
+    "lm_loss_mean_of_batch_means",
+    "the epoch loss is the plain mean of the batch losses; weight each batch by its "
+    "number of windows (the last batch is smaller)",
+    check="test_train_lm_reports_sample_weighted_loss",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total, batches = 0.0, 0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item()
+                batches += 1
+            history.append(total / batches)
+    return history
+
+
+@CATALOGUE.mistake(
+    "lm_loss_last_position_only",
+    "the loss was taken at the last position of each window only; a language model is "
+    "trained on the next token at every position",
+    check="test_train_lm_reports_sample_weighted_loss",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total, batches = 0.0, 0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits[:, -1], Y[idx][:, -1])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+                batches += 1
+            history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "lm_shuffle_once",
+    "the windows were shuffled once before the epochs, so every epoch sees the same "
+    "batches; draw a new permutation each epoch",
+    check="test_train_lm_deterministic_for_a_seed",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    order = torch.randperm(n, generator=generator)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            total, batches = 0.0, 0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+                batches += 1
+            history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "lm_no_zero_grad",
+    "the gradients were never reset (no optimizer.zero_grad()), so each step uses the sum "
+    "of all gradients so far",
+    check="test_train_lm_learns_the_sine",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total, batches = 0.0, 0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+                batches += 1
+            history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "scaled_by_sqrt_d_v",
+    "the scores were divided by sqrt(d_v) (the size of V's rows) instead of sqrt(d)",
+    check="test_masked_attention_matches_reference",
+)
+def masked_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(V.shape[-1])
+    if mask is not None:
+        scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights

@@ -18,6 +18,50 @@ import wire
 MAX_REPR = 200
 
 
+def _runtime_parts() -> dict:
+    """The grader's own code in this process, by name: the probes, the wire format and the
+    server. A notebook that replaces or patches any of them is tampering with the grader."""
+    parts = {"module probes": sys.modules.get("probes"), "module wire": sys.modules.get("wire")}
+    parts["probes.PROBES"] = probes.PROBES
+    for name, probe in list(probes.PROBES.items()):
+        parts[f"probe {name}"] = probe
+    for owner in (probes, wire, Server):
+        for name, value in list(vars(owner).items()):
+            if callable(value) and not name.startswith("__"):
+                parts[f"{owner.__name__}.{name}"] = value
+            for attr, member in list(vars(value).items()) if isinstance(value, type) else []:
+                if callable(member) and not attr.startswith("__"):
+                    parts[f"{owner.__name__}.{name}.{attr}"] = member
+    for name in ("describe", "main"):
+        parts[name] = globals().get(name)
+    return parts
+
+
+def _code_of(value):
+    return getattr(value, "__code__", None)
+
+
+class Integrity:
+    """A snapshot of the runtime taken before any student code runs, compared after every
+    request: the names of whatever was replaced or patched since."""
+
+    def __init__(self):
+        self._parts = _runtime_parts()
+        self._codes = {name: _code_of(value) for name, value in self._parts.items()}
+
+    def changed(self) -> list[str]:
+        try:
+            now = _runtime_parts()
+        except BaseException:  # noqa: BLE001 - a broken runtime is a tampered one
+            return ["the grader's runtime"]
+        found = []
+        for name, value in self._parts.items():
+            current = now.get(name)
+            if current is not value or _code_of(current) is not self._codes[name]:
+                found.append(name)
+        return sorted(found)[:10]
+
+
 class Shell:
     """Stands in for IPython's shell: magics become harmless, shell escapes never run."""
 
@@ -74,6 +118,7 @@ class Server:
         sys.modules["__main__"] = self.module
         self.handles: dict[int, object] = {}
         self.next_handle = 1
+        self.integrity: Integrity | None = None  # set by main() before any student code runs
 
     # -- values -----------------------------------------------------------------------------
     def _handle_for(self, value) -> dict:
@@ -189,9 +234,17 @@ class Server:
             response = {"ok": True}
             for key, value in result.items():
                 response[key] = encoder.encode(value) if key == "value" else value
+            self._report_tampering(response)
             return response, encoder.blobs
         except BaseException as error:  # noqa: BLE001 - student code may raise anything
-            return {"ok": False, "error": describe(error)}, []
+            response = {"ok": False, "error": describe(error)}
+            self._report_tampering(response)
+            return response, []
+
+    def _report_tampering(self, response: dict) -> None:
+        changed = self.integrity.changed() if self.integrity is not None else []
+        if changed:
+            response["tampered"] = changed
 
 
 def describe(error: BaseException) -> dict:
@@ -213,6 +266,7 @@ def main() -> None:
     requests = os.fdopen(int(sys.argv[1]), "rb")
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
+    server.integrity = Integrity()
     while True:
         try:
             header, blobs = wire.read_frame(requests)

@@ -105,3 +105,49 @@ def returns(value):
 
 
 PROBES = {"figure_summary": figure_summary, "module_summary": module_summary, "returns": returns}
+
+
+def batch_recorder(model):
+    """`model` wrapped in an nn.Module that records the rows of every input it sees in training
+    mode (as lists of ints), in `seen`: how a training loop batches and shuffles its data."""
+    import torch.nn as nn
+
+    class BatchRecorder(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+            self.seen = []
+
+        def forward(self, x, *args, **kwargs):
+            if self.training:
+                self.seen.extend(x.detach().reshape(len(x), -1).tolist())
+            return self.inner(x, *args, **kwargs)
+
+    return BatchRecorder(model)
+
+
+def gradients(module) -> dict:
+    """Each parameter's .grad (None where there is none): for diagnosing a training loop."""
+    return {
+        name: None if p.grad is None else p.grad.detach().clone()
+        for name, p in module.named_parameters()
+    }
+
+
+def without_torch(function, *args, **kwargs):
+    """Call `function` with PyTorch unimportable (`import torch`, however spelled, fails):
+    whether a "NumPy only" function really needs no torch."""
+    import sys
+
+    saved = {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
+    try:
+        for name in saved:
+            sys.modules[name] = None
+        return function(*args, **kwargs)
+    finally:
+        sys.modules.update(saved)
+
+
+PROBES["batch_recorder"] = batch_recorder
+PROBES["without_torch"] = without_torch
+PROBES["gradients"] = gradients
