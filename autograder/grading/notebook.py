@@ -29,6 +29,7 @@ class LoadedNotebook:
     exercise: str | None
     program: list[ProgramCell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # tolerated irregularities, for feedback
+    demos: dict[str, ProgramCell] = field(default_factory=dict)  # grade id -> demo cell, in order
 
 
 def _source(cell: dict) -> str:
@@ -113,9 +114,11 @@ def program_of(notebook: dict, exercise: str) -> LoadedNotebook:
         role = roles.get(grade_id, "student") if grade_id else "student"
         if grade_id:
             seen[grade_id] = seen.get(grade_id, 0) + 1
+        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+        if role == "demo" and grade_id not in loaded.demos:
+            loaded.demos[grade_id] = ProgramCell(label, python_source(_source(cell)))
         if role not in RUN_ROLES:
             continue
-        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         program = setup if role == "setup" else loaded.program
         program.append(ProgramCell(label, python_source(_source(cell))))
     # Our setup cells (the imports) run first wherever they ended up, so a notebook whose cells

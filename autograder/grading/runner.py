@@ -96,8 +96,10 @@ def grade_loaded(
     limits: Limits | None = None,
     budget: Budget | None = None,
     only: list[str] | None = None,
+    demos: bool = False,
 ) -> GradeReport:
-    """Grade a loaded program; with a `reason`, every check fails with that reason."""
+    """Grade a loaded program; with a `reason`, every check fails with that reason. With
+    `demos`, the demo cells then run in a fresh sandbox and their outputs go in `displays`."""
     started = time.monotonic()
     exercise = loaded.exercise
     base_seed = seed if seed is not None else derive_seed(exercise, student)
@@ -119,6 +121,10 @@ def grade_loaded(
             f"{label} raised {error}" for label, error in submission.cell_errors.items()
         ]
         report.messages += submission.events
+    if demos and reason is None and loaded.demos:
+        from autograder.grading.displays import run_demos
+
+        report.displays = run_demos(loaded.program, loaded.demos, limits)
     report.execution_time = time.monotonic() - started
     return report
 

@@ -47,8 +47,8 @@ def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict
         loaded = program_of(read_json(Path(path)), exercise)
     except InvalidNotebook as error:
         return None, None, str(error)
-    report = grade_loaded(loaded, student=student)
-    return report_key(exercise, student, loaded.program), report.to_dict(), ""
+    report = grade_loaded(loaded, student=student, demos=True)
+    return report_key(exercise, student, loaded), report.to_dict(), ""
 
 
 def unreadable_reason(path: Path) -> str | None:
