@@ -29,6 +29,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         lang=args.lang,
         release=not args.no_release,
         exchange_root=args.exchange,
+        course_id=args.course_id,
     )
     for path in built:
         print(path)
@@ -88,7 +89,13 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument("--course", default=str(DEFAULT_COURSE_DIR), help="nbgrader course root")
     build.add_argument("--lang", choices=("en", "ko"), default="en")
     build.add_argument("--no-release", action="store_true", help="write source notebooks only")
-    build.add_argument("--exchange", help="nbgrader exchange root to write into the course config")
+    build.add_argument(
+        "--exchange", help="nbgrader exchange root (kept for later builds; default: nbgrader's)"
+    )
+    build.add_argument(
+        "--course-id",
+        help="nbgrader course id (kept for later builds; default: attention-transformers)",
+    )
     build.set_defaults(run=cmd_build)
 
     grade = commands.add_parser("grade", help="grade one notebook (no course, no server)")

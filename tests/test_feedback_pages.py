@@ -203,10 +203,24 @@ def test_no_student_markup_runs_in_pages(course, tmp_path, page):
     (ARTIFACTS / f"{page}-hostile.dom.html").write_text(dom)
 
 
+def test_feedback_reads_well_offline(course):
+    """Before hand grading the written answer says so; no internal words; math as MathML and
+    no `$` left to typeset; the report is a table of check, result, points and message."""
+    html = feedback(course, "alice", EX2).read_text()
+    assert "not graded yet (2.0 points)" in html
+    assert "Score: 0.0 / 2.0" not in html
+    for jargon in ("isolation", "rlimits", "landlock", "namespaces", "seed:"):
+        assert jargon not in html.lower(), jargon
+    assert "<math" in html and "\\times" not in html, "math is MathML, not raw LaTeX"
+    assert "<th>check</th><th>result</th><th>points</th><th>message</th>" in html
+    assert "white-space: pre-wrap" in html
+
+
 @needs_chromium
 def test_feedback_screenshot(course, tmp_path):
-    """A screenshot of a correct submission's feedback, kept in test-artifacts/ for a look."""
-    shot = screenshot(
-        feedback(course, "alice", EX2), tmp_path / "profile", ARTIFACTS / "feedback-ex2.png"
-    )
-    assert shot.read_bytes().startswith(PNG)
+    """Screenshots of feedback (a correct and a hostile submission), kept in test-artifacts/
+    for a look; the page must fit its width (long lines wrap)."""
+    for student in ("alice", "mallory"):
+        page = feedback(course, student, EX2)
+        shot = screenshot(page, tmp_path / student, ARTIFACTS / f"feedback-ex2-{student}.png")
+        assert shot.read_bytes().startswith(PNG)

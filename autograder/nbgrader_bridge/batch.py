@@ -29,12 +29,12 @@ class Submitted:
     path: Path
 
 
-def find_submissions(course: Path, exercises: list[str]) -> list[Submitted]:
-    found = []
-    for exercise in exercises:
-        for path in sorted((course / "submitted").glob(f"*/{exercise}/{exercise}.ipynb")):
-            found.append(Submitted(exercise, path.parent.parent.name, path))
-    return found
+def find_submissions(course: Path, exercises: list[str]):
+    """The gradable submissions, and an account of every other file (submitted.py)."""
+    from autograder.nbgrader_bridge.submitted import account
+
+    accounting = account(course, exercises)
+    return [Submitted(*item) for item in accounting.found], accounting
 
 
 def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
@@ -126,10 +126,12 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
     except CourseError as error:
         print(f"attn-grade autograde: {error}", file=sys.stderr)
         return 2
-    submissions = find_submissions(Path(course), exercises or list(EXERCISES))
+    submissions, accounting = find_submissions(Path(course), exercises or list(EXERCISES))
+    for problem in accounting.problems:
+        print(f"attn-grade autograde: {problem}", file=sys.stderr)
     if not submissions:
         print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
-        return 0
+        return 1 if accounting.problems else 0
     unreadable = {
         (s.exercise, s.student): reason
         for s in submissions
@@ -152,12 +154,18 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
         outcomes[(item.exercise, item.student)] = reason
         progress.step(f"{item.student}/{item.exercise}" + (f": {reason}" if reason else ""))
     preprocessors.PRECOMPUTED.clear()
+    for key, note in accounting.notes.items():
+        outcomes[key] = "; ".join(filter(None, [outcomes.get(key), note]))
     print(score_table(api, submissions, outcomes))
+    for problem in accounting.problems:
+        print(f"NOT GRADED   {problem}")
     rows = write_item_analysis(preprocessors.GRADED, Path(course) / "item_analysis.csv")
     preprocessors.GRADED.clear()
     print(f"\nitem analysis ({Path(course) / 'item_analysis.csv'}):")
     print(format_items(rows))
-    return 0
+    if accounting.problems:
+        print(f"submissions not graded: {len(accounting.problems)} (listed above)")
+    return 1 if accounting.problems else 0
 
 
 def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
