@@ -42,3 +42,7 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.nbgrader_bridge.feedback.RenderMathOffline",
 ]
+
+# `nbgrader zip_collect` reads Canvas, Moodle and Blackboard downloads without a pattern
+# (autograder/nbgrader_bridge/lms.py); a named_regexp set in nbgrader_config.py still wins.
+c.ZipCollectApp.collector_plugin = "autograder.nbgrader_bridge.lms.LmsFileNameCollector"
