@@ -41,6 +41,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.grading.text import format_report
 
     path = Path(args.notebook)
+    if path.is_dir():
+        print(f"attn-grade grade: {path} is a directory; pass one .ipynb file", file=sys.stderr)
+        return EXIT_USAGE
     if not path.is_file():
         print(f"attn-grade grade: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
@@ -78,16 +81,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     )
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """--help shows each option's default (when it has one worth showing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if "default" in text:
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="attn-grade", description=__doc__)
     commands = main.add_subparsers(dest="command", required=True)
+    defaults = {"formatter_class": _ShowDefaults}
 
-    build = commands.add_parser("build", help="render the notebooks and release them with nbgrader")
+    build = commands.add_parser(
+        "build", **defaults, help="render the notebooks and release them with nbgrader"
+    )
     build.add_argument(
         "exercises", nargs="*", metavar="EXERCISE", help="ids or ex1..ex5 (default: all)"
     )
-    build.add_argument("--course", default=str(DEFAULT_COURSE_DIR), help="nbgrader course root")
-    build.add_argument("--lang", choices=("en", "ko"), default="en")
+    build.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    build.add_argument("--lang", choices=("en", "ko"), default="en", help="prose language")
     build.add_argument("--no-release", action="store_true", help="write source notebooks only")
     build.add_argument(
         "--exchange", help="nbgrader exchange root (kept for later builds; default: nbgrader's)"
@@ -98,7 +120,9 @@ def parser() -> argparse.ArgumentParser:
     )
     build.set_defaults(run=cmd_build)
 
-    grade = commands.add_parser("grade", help="grade one notebook (no course, no server)")
+    grade = commands.add_parser(
+        "grade", **defaults, help="grade one notebook (no course, no server)"
+    )
     grade.add_argument("notebook")
     grade.add_argument("--exercise", help="default: from the notebook's metadata or file name")
     grade.add_argument("--results", help="write Gradescope-style results.json here")
@@ -113,16 +137,24 @@ def parser() -> argparse.ArgumentParser:
     )
     grade.set_defaults(run=cmd_grade)
 
-    autograde = commands.add_parser("autograde", help="autograde submitted notebooks of a course")
+    autograde = commands.add_parser(
+        "autograde", **defaults, help="autograde submitted notebooks of a course"
+    )
     autograde.add_argument("exercises", nargs="*", metavar="EXERCISE")
-    autograde.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
-    autograde.add_argument("--workers", type=int, default=2)
+    autograde.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    autograde.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     autograde.set_defaults(run=cmd_autograde)
 
-    demo = commands.add_parser("demo", help="the whole course cycle on a fresh demo course")
+    demo = commands.add_parser(
+        "demo", **defaults, help="the whole course cycle on a fresh demo course"
+    )
     demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
-    demo.add_argument("--course", default="demo-course")
-    demo.add_argument("--workers", type=int, default=2)
+    demo.add_argument("--course", default="demo-course", help="where to build the demo course")
+    demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     demo.set_defaults(run=cmd_demo)
     return main
 

@@ -171,12 +171,15 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
 def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
     from nbgrader.api import Gradebook
 
-    rows = [f"{'student':<12} {'exercise':<28} {'auto':>9}  manual      note"]
+    width = max([len(item.student) for item in submissions] + [len("student")])
+    rows = [f"{'student':<{width}} {'exercise':<28} {'auto':>9}  {'manual':<8}  note"]
     with Gradebook(api.coursedir.db_url) as gradebook:
         for item in submissions:
             submission = gradebook.find_submission(item.exercise, item.student)
             manual = "pending" if submission.needs_manual_grade else "-"
             note = outcomes.get((item.exercise, item.student)) or ""
             auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
-            rows.append(f"{item.student:<12} {item.exercise:<28} {auto:>9}  {manual:<10}  {note}")
+            rows.append(
+                f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"
+            )
     return "\n".join(rows)
