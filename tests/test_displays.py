@@ -78,9 +78,8 @@ def test_a_demo_cell_shows_what_jupyter_would():
     with Submission(program) as submission:
         shown = submission.display(cell)
         failed = submission.display(failing)
-    assert kinds(shown) == ["stream", "display_data/png", "stream", "display_data/png"] + [
-        "display_data/png"
-    ]
+    png_, text = "display_data/png", "stream"
+    assert kinds(shown) == [text, png_, text, png_, png_]
     assert shown[0]["text"] == "first 42\n" and shown[2]["text"] == "second\n"
     assert [o["name"] for o in failed] == ["stdout", "stderr"]
     assert failed[1]["text"] == "ValueError: <b>bad</b>\n"
