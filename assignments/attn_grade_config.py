@@ -34,6 +34,9 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
+# Formgrader and the feedback render HTML outputs (text/html, markdown) through bleach.
+c.HTMLExporter.sanitize_html = True
+
 # Feedback that reads well offline (autograder/nbgrader_bridge/feedback.py): our template on top
 # of nbgrader's, "not graded yet" for the written answer until it is, math as MathML.
 c.GenerateFeedback.exporter_class = "autograder.nbgrader_bridge.feedback.FeedbackExporter"

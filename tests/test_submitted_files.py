@@ -31,6 +31,7 @@ def test_every_kind_of_file_is_accounted_for(tmp_path):
     put(tmp_path, f"carol/{EX1}/data.csv", "1,2")
     put(tmp_path, f"dave/ex1/{EX1}.ipynb")
     put(tmp_path, "erin.ipynb")
+    put(tmp_path, "frank\x1b[2J/notes.ipynb")
     found = account(tmp_path, [EX1])
     assert [(e, s) for e, s, _ in found.found] == [(EX1, "alice"), (EX1, "carol")]
     copied = tmp_path / "submitted" / "alice" / EX1 / f"{EX1}.ipynb"
@@ -44,6 +45,7 @@ def test_every_kind_of_file_is_accounted_for(tmp_path):
     assert "bob/ex1_numpy_attention: not graded" in problems and "'first.ipynb'" in problems
     assert "dave/ex1: a folder that is not an exercise folder" in problems
     assert "erin.ipynb: a file directly in submitted/" in problems
+    assert "\x1b" not in problems and "frank\\x1b[2J/notes.ipynb" in problems
     again = account(tmp_path, [EX1])
     assert again.notes[(EX1, "alice")] == found.notes[(EX1, "alice")], "a re-run says the same"
 

@@ -31,6 +31,11 @@ class Accounting:
         self.notes[(exercise, student)] = f"{previous}; {text}" if previous else text
 
 
+def _shown(name: str) -> str:
+    """A file name for a terminal: control characters escaped (names come from students)."""
+    return repr(name)[1:-1]
+
+
 def _visible(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name not in KNOWN and p.name[0] != ".")
 
@@ -56,7 +61,7 @@ def _exercise_folder(folder: Path, exercise: str, student: str, out: Accounting)
     else:
         names = ", ".join(repr(p.name) for p in notebooks) or "none"
         out.problems.append(
-            f"{student}/{exercise}: not graded: no {expected.name}, and "
+            f"{_shown(student)}/{exercise}: not graded: no {expected.name}, and "
             f"{len(notebooks)} other notebooks ({names}); rename the one to grade"
         )
     extra = [p.name for p in others if p.suffix != ".ipynb"]
@@ -73,7 +78,7 @@ def account(course: Path, exercises: list[str]) -> Accounting:
     for student_dir in _visible(root):
         student = student_dir.name
         if not student_dir.is_dir():
-            out.problems.append(f"{student}: a file directly in submitted/, not graded")
+            out.problems.append(f"{_shown(student)}: a file directly in submitted/, not graded")
             continue
         for folder in _visible(student_dir):
             if folder.is_dir() and folder.name in exercises:
@@ -81,8 +86,8 @@ def account(course: Path, exercises: list[str]) -> Accounting:
             elif not folder.is_dir() or folder.name not in EXERCISES:
                 kind = "folder" if folder.is_dir() else "file"
                 out.problems.append(
-                    f"{student}/{folder.name}: a {kind} that is not an exercise folder "
-                    f"(expected one of {', '.join(exercises)}), not graded"
+                    f"{_shown(student)}/{_shown(folder.name)}: a {kind} that is not an "
+                    f"exercise folder (expected one of {', '.join(exercises)}), not graded"
                 )
     out.found.sort(key=lambda item: (EXERCISES.index(item[0]), item[1]))
     return out
