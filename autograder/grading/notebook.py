@@ -2,7 +2,8 @@
 
 Only the code of setup, solution and student-added cells becomes the program; our own visible
 check and demo cells (identified by grade id from the exercise's template) are not run: the
-hidden checks replace the former, and the latter only re-run the student's code for display.
+hidden checks replace the former, and the latter only show results: `demos` keeps them for the
+outputs of the autograded notebook (autograder.grading.displays).
 """
 
 from __future__ import annotations
