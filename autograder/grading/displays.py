@@ -108,30 +108,34 @@ def run_demos(
     demos: dict[str, ProgramCell],
     limits: Limits | None = None,
     budget: Budget = DEMO_BUDGET,
+    submission: Submission | None = None,
 ) -> dict[str, list[dict]]:
-    """grade id of each demo cell -> its outputs, from a fresh run of the program then the
-    demo cells in order; a cell past the budget or after a crash says so instead."""
+    """grade id of each demo cell -> its outputs: the demo cells in order, after the program,
+    in `submission`'s sandbox once its checks are done (or in a fresh one), each within the
+    demo budget; a cell past the budget or after a crash says so instead."""
+    if submission is None:
+        with Submission(program, limits or Limits(), budget) as fresh:
+            return run_demos(program, demos, budget=budget, submission=fresh)
     shown: dict[str, list[dict]] = {}
     started, png_total = time.monotonic(), 0
-    with Submission(program, limits or Limits(), budget) as submission:
-        for grade_id, cell in demos.items():
-            left = budget.total_seconds - (time.monotonic() - started)
-            if left < 1:
-                shown[grade_id] = [
-                    note(f"not run: the {budget.total_seconds:g} s for demo cells are spent")
-                ]
-                continue
-            try:
-                outputs = submission.display(cell, timeout=min(budget.cell_timeout, left))
-            except SandboxDied as died:
-                outputs = [note(f"this cell stopped the notebook ({died.status}: {died.detail})")]
-            except (Unavailable, StudentError) as error:
-                outputs = [note(f"not run: {clean_text(str(error), 500)}")]
-            size = _png_bytes(outputs)
-            if png_total + size > MAX_NOTEBOOK_PNG_BYTES:
-                outputs = [o for o in outputs if "image/png" not in o.get("data", {})]
-                outputs.append(note("figures left out: the notebook's figures are too large"))
-                size = 0
-            png_total += size
-            shown[grade_id] = outputs
+    for grade_id, cell in demos.items():
+        left = budget.total_seconds - (time.monotonic() - started)
+        if left < 1:
+            shown[grade_id] = [
+                note(f"not run: the {budget.total_seconds:g} s for demo cells are spent")
+            ]
+            continue
+        try:
+            outputs = submission.display(cell, timeout=min(budget.cell_timeout, left))
+        except SandboxDied as died:
+            outputs = [note(f"this cell stopped the notebook ({died.status}: {died.detail})")]
+        except (Unavailable, StudentError) as error:
+            outputs = [note(f"not run: {clean_text(str(error), 500)}")]
+        size = _png_bytes(outputs)
+        if png_total + size > MAX_NOTEBOOK_PNG_BYTES:
+            outputs = [o for o in outputs if "image/png" not in o.get("data", {})]
+            outputs.append(note("figures left out: the notebook's figures are too large"))
+            size = 0
+        png_total += size
+        shown[grade_id] = outputs
     return shown

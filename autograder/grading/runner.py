@@ -127,10 +127,12 @@ def grade_loaded(
             f"{label} raised {error}" for label, error in submission.cell_errors.items()
         ]
         report.messages += submission.events
-    if demos and reason is None and loaded.demos:
-        from autograder.grading.displays import run_demos
+        if demos and reason is None and loaded.demos:
+            # after the checks, in the same sandbox (no second start, no second run of the
+            # program); the demo cells have a budget of their own and are never graded
+            from autograder.grading.displays import run_demos
 
-        report.displays = run_demos(loaded.program, loaded.demos, limits)
+            report.displays = run_demos(loaded.program, loaded.demos, limits, submission=submission)
     report.execution_time = time.monotonic() - started
     return report
 

@@ -123,6 +123,7 @@ class Display:
 
         tree = ast.parse(source, filename)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        pyplot.close("all")  # as Jupyter's inline backend: each cell shows its own figures
         show, pyplot.show = pyplot.show, lambda *args, **kwargs: self.open_figures(pyplot)
         streams = sys.stdout, sys.stderr
         sys.stdout = sys.stderr = self.text
