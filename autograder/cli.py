@@ -35,6 +35,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         lang=args.lang,
         release=not args.no_release,
         exchange_root=args.exchange,
+        course_id=args.course_id,
     )
     for path in built:
         print(path)
@@ -46,6 +47,9 @@ def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.grading.text import format_report
 
     path = Path(args.notebook)
+    if path.is_dir():
+        print(f"attn-grade grade: {path} is a directory; pass one .ipynb file", file=sys.stderr)
+        return EXIT_USAGE
     if not path.is_file():
         print(f"attn-grade grade: no such file: {path}", file=sys.stderr)
         return EXIT_USAGE
@@ -258,22 +262,49 @@ def _apply_isolation(args: argparse.Namespace) -> None:
         isolation.choose()
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """--help shows each option's default (when it has one worth showing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if "default" in text:
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+
 def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="attn-grade", description=__doc__)
     main.add_argument("--version", action="version", version=_version_text())
     commands = main.add_subparsers(dest="command", required=True)
+    defaults = {"formatter_class": _ShowDefaults}
 
-    build = commands.add_parser("build", help="render the notebooks and release them with nbgrader")
+    build = commands.add_parser(
+        "build", **defaults, help="render the notebooks and release them with nbgrader"
+    )
     build.add_argument(
         "exercises", nargs="*", metavar="EXERCISE", help="ids or ex1..ex5 (default: all)"
     )
-    build.add_argument("--course", default=str(DEFAULT_COURSE_DIR), help="nbgrader course root")
-    build.add_argument("--lang", choices=("en", "ko"), default="en")
+    build.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    build.add_argument("--lang", choices=("en", "ko"), default="en", help="prose language")
     build.add_argument("--no-release", action="store_true", help="write source notebooks only")
-    build.add_argument("--exchange", help="nbgrader exchange root to write into the course config")
+    build.add_argument(
+        "--exchange", help="nbgrader exchange root (kept for later builds; default: nbgrader's)"
+    )
+    build.add_argument(
+        "--course-id",
+        help="nbgrader course id (kept for later builds; default: attention-transformers)",
+    )
     build.set_defaults(run=cmd_build)
 
-    grade = commands.add_parser("grade", help="grade one notebook (no course, no server)")
+    grade = commands.add_parser(
+        "grade", **defaults, help="grade one notebook (no course, no server)"
+    )
     grade.add_argument("notebook")
     grade.add_argument(
         "--exercise", help="default: from the file name (never from the notebook's metadata)"
@@ -292,24 +323,38 @@ def parser() -> argparse.ArgumentParser:
     add_ci_grade_options(grade)
     grade.set_defaults(run=cmd_grade)
 
-    autograde = commands.add_parser("autograde", help="autograde submitted notebooks of a course")
+    autograde = commands.add_parser(
+        "autograde", **defaults, help="autograde submitted notebooks of a course"
+    )
     autograde.add_argument("exercises", nargs="*", metavar="EXERCISE")
-    autograde.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
-    autograde.add_argument("--workers", type=int, default=2)
+    autograde.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    autograde.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     _isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)
 
     report = commands.add_parser(
-        "report", help="one HTML page on the last batch: items, mistakes, problems, similarity"
+        "report",
+        **defaults,
+        help="one HTML page on the last batch: items, mistakes, problems, similarity",
     )
-    report.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
+    report.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
     report.add_argument("--out", help="the page to write (default: COURSE/report.html)")
     report.set_defaults(run=cmd_report)
 
-    demo = commands.add_parser("demo", help="the whole course cycle on a fresh demo course")
+    demo = commands.add_parser(
+        "demo", **defaults, help="the whole course cycle on a fresh demo course"
+    )
     demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
-    demo.add_argument("--course", default="demo-course")
-    demo.add_argument("--workers", type=int, default=2)
+    demo.add_argument("--course", default="demo-course", help="where to build the demo course")
+    demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     _isolation_option(demo)
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)

@@ -68,10 +68,14 @@ def test_notebook_of_another_exercise_scores_zero(tmp_path):
     data = json.loads(done.stdout)
     assert done.returncode == 0 and data["score"] == 0
     assert "this notebook is for ex4_gqa_analysis" in data["output"]
+    text = attn_grade("grade", str(path), "--exercise", "ex1").stdout
+    assert text.count("this notebook is for ex4_gqa_analysis") == 1, "said once, not per check"
 
 
 def test_usage_errors_exit_2(tmp_path):
     assert attn_grade("grade", str(tmp_path / "missing.ipynb")).returncode == 2
+    directory = attn_grade("grade", str(tmp_path))
+    assert directory.returncode == 2 and "is a directory" in directory.stderr
     anonymous = write_notebook(source_notebook(EXERCISE), tmp_path / "notebook.ipynb")
     data = json.loads(anonymous.read_text())
     del data["metadata"]["attn_grade"]

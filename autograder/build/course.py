@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,11 @@ from autograder.build.render import render_cells
 from autograder.exercises import EXERCISES, resolve
 
 COURSE_ID = "attention-transformers"
-_CONFIG_TEMPLATE = Path(__file__).with_name("nbgrader_config.py.j2")
+_TEMPLATES = Path(__file__).parent
+INSTRUCTOR_CONFIG = "nbgrader_config.py"  # the instructor's: written once, never rewritten
+GENERATED_CONFIG = "attn_grade_config.py"  # ours: rewritten by every build
+SETTINGS = "attn_grade_course.json"  # course settings given to `build`, kept between builds
+_OLD_HEADER = "# nbgrader configuration of this course, written by `attn-grade build`"
 
 
 class BuildError(RuntimeError):
@@ -47,14 +52,50 @@ def run_nbgrader(course_dir: Path, *args: str, check: bool = True) -> subprocess
     return result
 
 
+def _render(name: str, **values) -> str:
+    template = (_TEMPLATES / name).read_text()
+    return jinja2.Template(template, trim_blocks=True, keep_trailing_newline=True).render(**values)
+
+
+def course_settings(course_dir: Path, **given: str | None) -> dict[str, str | None]:
+    """The course's settings: those of earlier builds, updated with the ones given now."""
+    path = course_dir / SETTINGS
+    settings: dict[str, str | None] = {
+        "course_id": COURSE_ID,
+        "db_url": None,
+        "exchange_root": None,
+    }
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        settings.update({k: v for k, v in saved.items() if k in settings and isinstance(v, str)})
+    settings.update({k: v for k, v in given.items() if v is not None})
+    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    return settings
+
+
 def write_config(
-    course_dir: Path, *, db_url: str | None = None, exchange_root: str | None = None
+    course_dir: Path,
+    *,
+    db_url: str | None = None,
+    exchange_root: str | None = None,
+    course_id: str | None = None,
 ) -> Path:
-    text = jinja2.Template(
-        _CONFIG_TEMPLATE.read_text(), trim_blocks=True, keep_trailing_newline=True
-    ).render(course_id=COURSE_ID, db_url=db_url, exchange_root=exchange_root)
-    path = course_dir / "nbgrader_config.py"
-    path.write_text(text)
+    """Regenerate attn_grade_config.py; write nbgrader_config.py (which loads it) only when
+    there is none. A config written by an older attn-grade is kept as nbgrader_config.py.old."""
+    settings = course_settings(
+        course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id
+    )
+    (course_dir / GENERATED_CONFIG).write_text(_render(f"{GENERATED_CONFIG}.j2", **settings))
+    path = course_dir / INSTRUCTOR_CONFIG
+    if path.is_file() and path.read_text().startswith(_OLD_HEADER):
+        path.replace(path.with_name(f"{INSTRUCTOR_CONFIG}.old"))
+        print(
+            f"attn-grade build: {path} was written by an older attn-grade; it is now "
+            f"{INSTRUCTOR_CONFIG}.old. Copy any settings you added into the new {path.name}.",
+            file=sys.stderr,
+        )
+    if not path.exists():
+        path.write_text(_render(f"{INSTRUCTOR_CONFIG}.j2"))
     return path
 
 
@@ -82,13 +123,14 @@ def build_course(
     release: bool = True,
     db_url: str | None = None,
     exchange_root: str | None = None,
+    course_id: str | None = None,
 ) -> list[Path]:
     """Write config and source notebooks; with `release`, run `nbgrader generate_assignment`.
 
     Returns the release notebooks (or the source notebooks without `release`)."""
     course_dir = Path(course_dir).resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
-    write_config(course_dir, db_url=db_url, exchange_root=exchange_root)
+    write_config(course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id)
     chosen = [resolve(name) for name in exercises] if exercises else list(EXERCISES)
     built = []
     for exercise in chosen:

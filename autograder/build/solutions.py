@@ -31,13 +31,27 @@ def parse(module: ModuleType) -> ParsedModule:
     return ParsedModule(tuple(source.splitlines()), ast.parse(source))
 
 
+# Appended to the setup cell of notebooks that import torch: on a shared JupyterHub node, the
+# default (one thread per core) made the ex3 notebook 25x slower than one thread.
+ONE_THREAD = """
+# One thread for PyTorch: on a shared server, more threads only queue for the same busy
+# cores (these models are small, so one thread is as fast on a quiet machine).
+torch.set_num_threads(1)"""
+
+
 def setup_source(module: ModuleType) -> str:
-    """The module's top-level import statements, as the notebook's setup cell."""
+    """The module's top-level import statements, as the notebook's setup cell (plus one
+    thread for PyTorch when it imports torch)."""
     parsed = parse(module)
     imports = [node for node in parsed.tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    return "\n".join(
+    source = "\n".join(
         line for node in imports for line in parsed.segment(node.lineno, node.end_lineno)
     )
+    imports_torch = any(
+        isinstance(node, ast.Import) and any(a.name == "torch" and not a.asname for a in node.names)
+        for node in imports
+    )
+    return source + ONE_THREAD if imports_torch else source
 
 
 def public_names(module: ModuleType) -> list[str]:

@@ -2,7 +2,8 @@
 
 Only the code of setup, solution and student-added cells becomes the program; our own visible
 check and demo cells (identified by grade id from the exercise's template) are not run: the
-hidden checks replace the former, and the latter only re-run the student's code for display.
+hidden checks replace the former, and the latter only show results: `demos` keeps them for the
+outputs of the autograded notebook (autograder.grading.displays).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class LoadedNotebook:
     exercise: str | None
     program: list[ProgramCell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # tolerated irregularities, for feedback
+    demos: dict[str, ProgramCell] = field(default_factory=dict)  # grade id -> demo cell, in order
 
 
 def _source(cell: dict) -> str:
@@ -112,9 +114,11 @@ def _program_of(notebook: dict, exercise: str) -> LoadedNotebook:
         role = roles.get(grade_id, "student") if grade_id else "student"
         if grade_id:
             seen[grade_id] = seen.get(grade_id, 0) + 1
+        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
+        if role == "demo" and grade_id not in loaded.demos:
+            loaded.demos[grade_id] = ProgramCell(label, python_source(_source(cell)))
         if role not in RUN_ROLES:
             continue
-        label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         program = setup if role == "setup" else loaded.program
         program.append(ProgramCell(label, _source(cell)))
     # Our setup cells (the imports) run first wherever they ended up, so a notebook whose cells

@@ -38,6 +38,8 @@ class GradeReport:
     isolation: str = ""
     seed: int | None = None
     execution_time: float = 0.0
+    # grade id of each demo cell -> nbformat outputs (autograder.grading.displays), for hand grading
+    displays: dict[str, list[dict]] = field(default_factory=dict)
 
     @property
     def score(self) -> float:

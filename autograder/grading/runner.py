@@ -7,6 +7,7 @@ import hashlib
 import logging
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,8 +119,10 @@ def grade_loaded(
     limits: Limits | None = None,
     budget: Budget | None = None,
     only: list[str] | None = None,
+    demos: bool = False,
 ) -> GradeReport:
-    """Grade a loaded program; with a `reason`, every check fails with that reason."""
+    """Grade a loaded program; with a `reason`, every check fails with that reason. With
+    `demos`, the demo cells then run in a fresh sandbox and their outputs go in `displays`."""
     started = time.monotonic()
     exercise = loaded.exercise
     base_seed = seed if seed is not None else submission_seed(exercise, student, loaded.program)
@@ -136,6 +139,11 @@ def grade_loaded(
     with submission:
         submission.start_in_background()
         report.checks = run_checks(exercise, submission, base_seed, only).gated_results()
+        if reason is not None:  # said once, in the notes, rather than once per check
+            report.checks = [
+                replace(check, message="not run: the notebook was not graded (see the note)")
+                for check in report.checks
+            ]
         if reason is None:
             report.status = submission.status
         if submission.tampered:
@@ -144,6 +152,12 @@ def grade_loaded(
             f"{label} raised {error}" for label, error in submission.cell_errors.items()
         ]
         report.messages += submission.events
+        if demos and reason is None and loaded.demos:
+            # after the checks, in the same sandbox (no second start, no second run of the
+            # program); the demo cells have a budget of their own and are never graded
+            from autograder.grading.displays import run_demos
+
+            report.displays = run_demos(loaded.program, loaded.demos, limits, submission=submission)
     report.execution_time = time.monotonic() - started
     return clean_report(report)
 

@@ -378,6 +378,23 @@ class Submission:
         """Seed Python's, NumPy's and (if imported) torch's global RNGs in the child."""
         self._request({"op": "seed", "seed": int(seed)}, what="seeding")
 
+    def display(self, cell: ProgramCell, timeout: float | None = None) -> list[dict]:
+        """Run a demo cell in the child; what it showed, checked and bounded (displays.py)."""
+        from autograder.grading.displays import checked_outputs
+
+        sandbox = self._ensure()
+        try:
+            response, blobs = sandbox.request(
+                {"op": "display", "source": cell.source, "label": cell.label},
+                timeout=timeout or self.budget.cell_timeout,
+            )
+        except SandboxDied as died:
+            self._record(died, cell.label)
+            raise
+        if not response.get("ok"):
+            raise StudentError(cell.label, response.get("error") or {})
+        return checked_outputs(response.get("outputs"), blobs)
+
     def probe(self, name: str, *args):
         encoder = wire.Encoder()
         data = encoder.encode(list(args))

@@ -29,12 +29,12 @@ class Submitted:
     path: Path
 
 
-def find_submissions(course: Path, exercises: list[str]) -> list[Submitted]:
-    found = []
-    for exercise in exercises:
-        for path in sorted((course / "submitted").glob(f"*/{exercise}/{exercise}.ipynb")):
-            found.append(Submitted(exercise, path.parent.parent.name, path))
-    return found
+def find_submissions(course: Path, exercises: list[str]):
+    """The gradable submissions, and an account of every other file (submitted.py)."""
+    from autograder.nbgrader_bridge.submitted import account
+
+    accounting = account(course, exercises)
+    return [Submitted(*item) for item in accounting.found], accounting
 
 
 def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
@@ -47,8 +47,8 @@ def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict
         loaded = program_of(read_json(Path(path)), exercise)
     except InvalidNotebook as error:
         return None, None, str(error)
-    report = grade_loaded(loaded, student=student)
-    return report_key(exercise, student, loaded.program), report.to_dict(), ""
+    report = grade_loaded(loaded, student=student, demos=True)
+    return report_key(exercise, student, loaded), report.to_dict(), ""
 
 
 def unreadable_reason(path: Path) -> str | None:
@@ -127,10 +127,12 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
     except CourseError as error:
         print(f"attn-grade autograde: {error}", file=sys.stderr)
         return 2
-    submissions = find_submissions(Path(course), exercises or list(EXERCISES))
+    submissions, accounting = find_submissions(Path(course), exercises or list(EXERCISES))
+    for problem in accounting.problems:
+        print(f"attn-grade autograde: {problem}", file=sys.stderr)
     if not submissions:
         print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
-        return 0
+        return 1 if accounting.problems else 0
     unreadable = {
         (s.exercise, s.student): reason
         for s in submissions
@@ -153,23 +155,32 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
         outcomes[(item.exercise, item.student)] = reason
         progress.step(f"{item.student}/{item.exercise}" + (f": {reason}" if reason else ""))
     preprocessors.PRECOMPUTED.clear()
+    for key, note in accounting.notes.items():
+        outcomes[key] = "; ".join(filter(None, [outcomes.get(key), note]))
     print(score_table(api, submissions, outcomes))
+    for problem in accounting.problems:
+        print(f"NOT GRADED   {problem}")
     rows = write_item_analysis(preprocessors.GRADED, Path(course) / "item_analysis.csv")
     preprocessors.GRADED.clear()
     print(f"\nitem analysis ({Path(course) / 'item_analysis.csv'}):")
     print(format_items(rows))
-    return 0
+    if accounting.problems:
+        print(f"submissions not graded: {len(accounting.problems)} (listed above)")
+    return 1 if accounting.problems else 0
 
 
 def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
     from nbgrader.api import Gradebook
 
-    rows = [f"{'student':<12} {'exercise':<28} {'auto':>9}  manual      note"]
+    width = max([len(item.student) for item in submissions] + [len("student")])
+    rows = [f"{'student':<{width}} {'exercise':<28} {'auto':>9}  {'manual':<8}  note"]
     with Gradebook(api.coursedir.db_url) as gradebook:
         for item in submissions:
             submission = gradebook.find_submission(item.exercise, item.student)
             manual = "pending" if submission.needs_manual_grade else "-"
             note = outcomes.get((item.exercise, item.student)) or ""
             auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
-            rows.append(f"{item.student:<12} {item.exercise:<28} {auto:>9}  {manual:<10}  {note}")
+            rows.append(
+                f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"
+            )
     return "\n".join(rows)

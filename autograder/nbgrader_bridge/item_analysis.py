@@ -52,10 +52,11 @@ def write_item_analysis(reports: list[GradeReport], path: Path) -> list[dict]:
 
 
 def format_items(rows: list[dict]) -> str:
-    lines = [f"{'check':<52} {'passed':>9}  named mistakes"]
+    """An aligned table: the check column is as wide as the longest check name."""
+    width = max([len(row["check"]) for row in rows] + [len("check")])
+    lines = [f"{'':<4} {'check':<{width}} {'passed':>9}  named mistakes"]
     for row in rows:
         count = f"{row['passed']}/{row['graded']}"
-        lines.append(
-            f"{short_name(row['exercise']):<4} {row['check']:<47} {count:>9}  {row['mistakes']}"
-        )
+        exercise = short_name(row["exercise"])
+        lines.append(f"{exercise:<4} {row['check']:<{width}} {count:>9}  {row['mistakes']}")
     return "\n".join(lines)

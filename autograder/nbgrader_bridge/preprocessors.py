@@ -21,7 +21,7 @@ from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.results import GradeReport
 from autograder.grading.runner import grade_loaded
-from autograder.grading.text import format_report
+from autograder.nbgrader_bridge.report_cell import STATUS_WORDS, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 from autograder.status import Status
 
@@ -37,8 +37,10 @@ REPORT_KEY = "attn_grade_report"
 GRADED: list[GradeReport] = []
 
 
-def report_key(exercise: str, student: str, program) -> str:
-    data = json.dumps([exercise, student, [[c.label, c.source] for c in program]])
+def report_key(exercise: str, student: str, loaded) -> str:
+    """Identifies what was graded: the exercise, the student, the program and demo cells."""
+    cells = [*loaded.program, *loaded.demos.values()]
+    data = json.dumps([exercise, student, [[c.label, c.source] for c in cells]])
     return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -161,6 +163,7 @@ class GradeWithChecks(NbGraderPreprocessor):
             )
         report.messages[:0] = notes
         self._write_grade_cells(nb, report)
+        self._write_displays(nb, report)
         self._write_summary(nb, report)
         nb.metadata[REPORT_KEY] = report.to_dict()
         GRADED.append(report)
@@ -168,10 +171,10 @@ class GradeWithChecks(NbGraderPreprocessor):
 
     def _report(self, nb: NotebookNode, exercise: str, student: str) -> GradeReport:
         loaded = program_of(_plain(nb), exercise)
-        precomputed = PRECOMPUTED.pop(report_key(exercise, student, loaded.program), None)
+        precomputed = PRECOMPUTED.pop(report_key(exercise, student, loaded), None)
         if precomputed is not None:
             return GradeReport.from_dict(precomputed)
-        return grade_loaded(loaded, student=student)
+        return grade_loaded(loaded, student=student, demos=True)
 
     @staticmethod
     def _write_grade_cells(nb: NotebookNode, report: GradeReport) -> None:
@@ -188,7 +191,9 @@ class GradeWithChecks(NbGraderPreprocessor):
                 "no automatic checks belong to this cell"
             ]
             if report.status not in ("ok",):
-                lines.append(f"(grading status: {report.status})")
+                lines.append(f"(note: {STATUS_WORDS.get(str(report.status), report.status)})")
+            possible = nbgrader.get("points", 0)
+            lines.append(f"points for this cell: {earned:g} of {possible:g} (the number below)")
             cell.outputs = [
                 from_dict(
                     {"output_type": "stream", "name": "stdout", "text": "\n".join(lines) + "\n"}
@@ -204,8 +209,17 @@ class GradeWithChecks(NbGraderPreprocessor):
             ]
 
     @staticmethod
+    def _write_displays(nb: NotebookNode, report: GradeReport) -> None:
+        """Demo cells get the outputs of their run in the sandbox (never the submitted ones)."""
+        for cell in nb.cells:
+            nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+            grade_id = nbgrader.get("grade_id")
+            if cell.cell_type == "code" and grade_id in report.displays:
+                cell.outputs = [from_dict(output) for output in report.displays[grade_id]]
+
+    @staticmethod
     def _write_summary(nb: NotebookNode, report: GradeReport) -> None:
-        text = "**Autograder report**\n\n```\n" + format_report(report) + "\n```\n"
+        text = report_html(report)
         cells = [c for c in nb.cells if c.get("id") == REPORT_CELL_ID]
         if cells:
             cells[0].source = text

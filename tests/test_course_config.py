@@ -1,0 +1,40 @@
+"""`attn-grade build` never destroys instructor settings: the generated config lives in its own
+file, course id and exchange persist between builds, one exercise's rebuild touches nothing else."""
+
+from __future__ import annotations
+
+from autograder.build.course import build_course
+from autograder.nbgrader_bridge.course_api import nbgrader_api
+
+EX1, EX2 = "ex1_numpy_attention", "ex2_attention_heatmap"
+OURS = "c.ZipCollectApp.archive_directory = 'from-the-lms'\n"
+
+
+def test_rebuilds_keep_instructor_settings(tmp_path):
+    course = tmp_path / "course"
+    build_course(course, [EX1, EX2], release=False, exchange_root="/srv/exchange", course_id="cs1")
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text() + OURS)
+    ex1 = course / "source" / EX1 / f"{EX1}.ipynb"
+    before = (ex1.read_bytes(), ex1.stat().st_mtime_ns)
+
+    build_course(course, [EX2], release=False, lang="ko")
+
+    assert config.read_text().endswith(OURS), "the instructor's file is never rewritten"
+    assert (ex1.read_bytes(), ex1.stat().st_mtime_ns) == before, "ex1 was not rebuilt"
+    api = nbgrader_api(course)
+    assert api.coursedir.course_id == "cs1", "--course-id persists"
+    assert api.config.Exchange.root == "/srv/exchange", "--exchange persists"
+    assert api.config.ZipCollectApp.archive_directory == "from-the-lms"
+    assert "GradeWithChecks" in str(api.config.Autograde.autograde_preprocessors)
+
+
+def test_a_config_of_an_older_attn_grade_is_kept_aside(tmp_path, capsys):
+    course = tmp_path / "course"
+    course.mkdir()
+    old = "# nbgrader configuration of this course, written by `attn-grade build`; rebuilt\n"
+    (course / "nbgrader_config.py").write_text(old + "c = get_config()\n" + OURS)
+    build_course(course, [EX1], release=False)
+    assert (course / "nbgrader_config.py.old").read_text().endswith(OURS)
+    assert "load_subconfig" in (course / "nbgrader_config.py").read_text()
+    assert "nbgrader_config.py.old" in capsys.readouterr().err
