@@ -116,7 +116,7 @@ def _program_of(notebook: dict, exercise: str) -> LoadedNotebook:
             seen[grade_id] = seen.get(grade_id, 0) + 1
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
         if role == "demo" and grade_id not in loaded.demos:
-            loaded.demos[grade_id] = ProgramCell(label, python_source(_source(cell)))
+            loaded.demos[grade_id] = ProgramCell(label, _source(cell))
         if role not in RUN_ROLES:
             continue
         program = setup if role == "setup" else loaded.program

@@ -178,7 +178,10 @@ class Display:
         import matplotlib.pyplot as pyplot
         from matplotlib.figure import Figure
 
-        tree = ast.parse(source, filename)
+        try:
+            tree = ast.parse(source, filename)
+        except SyntaxError:  # magics such as %matplotlib inline: plain Python first
+            tree = ast.parse(ipython_to_python(source), filename)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         pyplot.close("all")  # as Jupyter's inline backend: each cell shows its own figures
         show, pyplot.show = pyplot.show, lambda *args, **kwargs: self.open_figures(pyplot)
