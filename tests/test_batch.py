@@ -107,3 +107,29 @@ def test_attn_grade_autograde_grades_everyone_and_exits_0(course, workers):
     assert "cells missing from the submission: check_softmax, demo_attention" in feedback
     tampered_one = course / "autograded" / "schema99" / EXERCISE / f"{EXERCISE}.ipynb"
     assert "was edited (points)" in tampered_one.read_text()
+
+
+def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
+    """A submission that timed out, crashed or tampered with the grader says so in the table."""
+    from types import SimpleNamespace
+
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader_bridge import preprocessors
+    from autograder.nbgrader_bridge.batch import Submitted, score_table
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        gradebook.add_assignment("ex1_numpy_attention")
+        for student in ("mallory", "alice"):
+            gradebook.add_student(student)
+            gradebook.add_submission("ex1_numpy_attention", student)
+    monkeypatch.setitem(preprocessors.STATUSES, ("ex1_numpy_attention", "mallory"), "tampered")
+    monkeypatch.setitem(preprocessors.STATUSES, ("ex1_numpy_attention", "alice"), "ok")
+    api = SimpleNamespace(coursedir=SimpleNamespace(db_url=url))
+    batch = [
+        Submitted("ex1_numpy_attention", s, tmp_path / "x.ipynb") for s in ("mallory", "alice")
+    ]
+    _header, mallory, alice = score_table(api, batch, {}).splitlines()
+    assert mallory.startswith("mallory") and mallory.endswith("status tampered")
+    assert "status" not in alice

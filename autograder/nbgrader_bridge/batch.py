@@ -162,6 +162,7 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
         print(f"NOT GRADED   {problem}")
     rows = write_item_analysis(preprocessors.GRADED, Path(course) / "item_analysis.csv")
     preprocessors.GRADED.clear()
+    preprocessors.STATUSES.clear()
     print(f"\nitem analysis ({Path(course) / 'item_analysis.csv'}):")
     print(format_items(rows))
     if accounting.problems:
@@ -172,6 +173,8 @@ def autograde_course(course: Path, exercises: list[str] | None = None, workers: 
 def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
     from nbgrader.api import Gradebook
 
+    from autograder.nbgrader_bridge import preprocessors
+
     width = max([len(item.student) for item in submissions] + [len("student")])
     rows = [f"{'student':<{width}} {'exercise':<28} {'auto':>9}  {'manual':<8}  note"]
     with Gradebook(api.coursedir.db_url) as gradebook:
@@ -179,6 +182,9 @@ def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
             submission = gradebook.find_submission(item.exercise, item.student)
             manual = "pending" if submission.needs_manual_grade else "-"
             note = outcomes.get((item.exercise, item.student)) or ""
+            status = preprocessors.STATUSES.get((item.exercise, item.student), "ok")
+            if status != "ok":  # timeout, crashed, tampered, ...: the instructor should look
+                note = f"status {status}" + (f"; {note}" if note else "")
             auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
             rows.append(
                 f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"

@@ -35,6 +35,7 @@ NOTES_KEY = "attn_grade_repairs"
 REPORT_KEY = "attn_grade_report"
 # Every report GradeWithChecks wrote in this process, for the batch's item analysis.
 GRADED: list[GradeReport] = []
+STATUSES: dict[tuple[str, str], str] = {}  # (exercise, student) -> status, for the batch table
 
 
 def report_key(exercise: str, student: str, loaded) -> str:
@@ -167,6 +168,7 @@ class GradeWithChecks(NbGraderPreprocessor):
         self._write_summary(nb, report)
         nb.metadata[REPORT_KEY] = report.to_dict()
         GRADED.append(report)
+        STATUSES[(exercise, student)] = str(report.status)
         return nb, resources
 
     def _report(self, nb: NotebookNode, exercise: str, student: str) -> GradeReport:
