@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from autograder.ci.gradescope import ROOT_VARIABLE, md_literal
-from autograder.grading.plugin import derive_seed
+from autograder.grading.notebook import program_of, read_json
+from autograder.grading.runner import submission_seed
 from autograder.versions import CHECKS_VERSION
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade
@@ -91,7 +92,9 @@ def test_blank_and_missing_submissions_score_zero(root, release_of):
     missing = run_autograder(root, None)
     assert missing["score"] == 0 and "no .ipynb file was submitted" in missing["output"]
     assert missing["extra_data"]["status"] == "invalid_notebook"
-    assert blank["extra_data"]["seed"] == derive_seed(EXERCISE, "4242"), "seeded by user id"
+    loaded = program_of(read_json(release_of(EXERCISE)), EXERCISE)
+    expected = submission_seed(EXERCISE, "4242", loaded.program)
+    assert blank["extra_data"]["seed"] == expected, "seeded by user id (and the code)"
 
 
 def test_markdown_output_cannot_be_escaped_by_backticks():
