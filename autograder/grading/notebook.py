@@ -40,7 +40,8 @@ def _source(cell: dict) -> str:
 
 
 def _grade_id(cell: dict) -> str | None:
-    nbgrader = (cell.get("metadata") or {}).get("nbgrader")
+    metadata = cell.get("metadata")  # nbformat requires an object; a notebook may say otherwise
+    nbgrader = metadata.get("nbgrader") if isinstance(metadata, dict) else None
     if isinstance(nbgrader, dict) and isinstance(nbgrader.get("grade_id"), str):
         return nbgrader["grade_id"]
     return None

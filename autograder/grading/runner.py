@@ -32,7 +32,9 @@ log = logging.getLogger("attn_grade")
 def choose_exercise(path: Path, notebook: dict | None, requested: str | None) -> str:
     if requested:
         return resolve(requested)
-    found = (declared_exercise(notebook) if notebook else None) or exercise_from_name(path)
+    # The file name (chosen by whoever runs the grader) before the notebook's own metadata
+    # (written by the student): a notebook claiming another exercise is then invalid_notebook.
+    found = exercise_from_name(path) or (declared_exercise(notebook) if notebook else None)
     if found is None:
         raise UnknownExercise(
             f"cannot tell which exercise {path.name} is for (no attn_grade metadata and no "

@@ -16,6 +16,7 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
 """
 
 import ctypes
+import errno
 import json
 import os
 import resource
@@ -212,7 +213,10 @@ def start_child(config: dict, ruleset: int | None) -> int:
         for which, (soft, hard) in limits.items():
             resource.setrlimit(which, (soft, hard))
         if config.get("unshare_net") and libc.unshare(CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+            # Root in a container without CAP_SYS_ADMIN (Docker's default) gets EPERM: the
+            # child keeps the container's network, where Landlock (ABI 4+) still refuses TCP.
+            if ctypes.get_errno() != errno.EPERM:
+                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
         if config.get("uid") is not None:
             drop_privileges(config["uid"])
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
