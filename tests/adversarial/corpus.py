@@ -367,11 +367,6 @@ ENTRIES: tuple[Entry, ...] = (
         (_NET.format(which="0:1"),),
         fallback=True,
         what="connect to a world-writable UNIX socket the test listens on",
-        known={
-            "uid": "Landlock does not govern connect() to pathname UNIX sockets and a network "
-            "namespace does not cover them: the test's listener accepts the connection",
-            "docker": "as uid",
-        },
     ),
     Entry(
         "net_unix_datagram",
@@ -379,10 +374,6 @@ ENTRIES: tuple[Entry, ...] = (
         EX1,
         (_NET.format(which="1:2"),),
         fallback=True,
-        known={
-            "uid": "sendto() a world-writable UNIX datagram socket: the datagram arrives",
-            "docker": "as uid",
-        },
     ),
     Entry("net_abstract_socket", "network", EX1, (_NET.format(which="2:3"),), fallback=True),
     Entry("net_tcp_loopback_and_host", "network", EX1, (_NET.format(which="3:5"),), fallback=True),
