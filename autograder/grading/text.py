@@ -18,8 +18,9 @@ from autograder.grading.results import GradeReport
 
 MAX_TEXT = 4000  # characters of one message
 MAX_MESSAGES = 200  # notebook-level notes kept per report
-# C0 (but tab and newline) and C1 controls, DEL, zero-width and bidirectional formatting marks.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# C0 (but tab and newline) and C1 controls, DEL, zero-width and bidirectional formatting marks,
+# and the Unicode line and paragraph separators (line breaks to str.splitlines and to editors).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 def clean_text(text: object, limit: int = MAX_TEXT) -> str:

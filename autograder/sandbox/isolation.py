@@ -143,6 +143,23 @@ def readable_paths(exclude: list[Path] | None = None) -> list[str]:
     return sorted(set(allowed))
 
 
+def listable_paths(exclude: list[Path] | None = None) -> list[str]:
+    """Directories between a readable root and a hidden path: the child may list them (Python
+    lists site-packages to find modules and .pth files) but gets no files there but through
+    `readable_paths`."""
+    roots = [os.path.realpath(root) for root in python_roots()]
+    excluded = [str(path) for path in (exclude if exclude is not None else hidden_paths())]
+    found: set[str] = set()
+    for path in excluded:
+        for root in roots:
+            if path.startswith(root + os.sep):
+                parent = os.path.dirname(path)
+                while parent.startswith(root):
+                    found.add(parent)
+                    parent = os.path.dirname(parent)
+    return sorted(found)
+
+
 def _cut_out(root: str, excluded: list[str]) -> list[str]:
     """`root`, or, when an excluded path lies below it, its entries except that branch."""
     if any(root == path for path in excluded):
@@ -156,7 +173,11 @@ def _cut_out(root: str, excluded: list[str]) -> list[str]:
         return []
     allowed: list[str] = []
     for entry in entries:
-        allowed += _cut_out(os.path.join(root, entry), inside)
+        path = os.path.join(root, entry)
+        target = os.path.realpath(path)
+        if target != path and any(p == target or p.startswith(target + os.sep) for p in inside):
+            continue  # a symlink (a venv's lib64 -> lib) would grant the hidden path through it
+        allowed += _cut_out(path, inside)
     return allowed
 
 

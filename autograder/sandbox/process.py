@@ -271,6 +271,7 @@ class Sandbox:
             readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, script_dir]
             readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
             writable = [str(work), "/tmp", os.devnull]
+            listable = []  # hidden packages are masked by empty directories
         else:
             self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
             work = self.workdir
@@ -287,6 +288,7 @@ class Sandbox:
             script_dir = str(runtime)
             command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
             readable, writable = isolation.readable_paths(), [str(work), os.devnull]
+            listable = isolation.listable_paths()
         config = {
             "argv": [
                 sys.executable,
@@ -305,7 +307,13 @@ class Sandbox:
             "cpu": None if iso.cgroup else _cpu_for(child_uid),
             # a root supervisor outside the jail gives the child an empty network namespace
             "unshare_net": not iso.jail and os.geteuid() == 0,
-            "landlock": ({"read": readable, "write": writable} if iso.landlock_abi else None),
+            # outside the jail the host's UNIX sockets are in reach: the child cannot make one
+            "deny_unix_sockets": not iso.jail,
+            "landlock": (
+                {"read": readable, "write": writable, "list": listable}
+                if iso.landlock_abi
+                else None
+            ),
         }
         _adopt_orphans()
         self._known_children = _my_children()

@@ -16,11 +16,13 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
 """
 
 import ctypes
+import errno
 import json
 import os
 import resource
 import select
 import signal
+import socket
 import sys
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -59,8 +61,9 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def landlock_ruleset(abi: int, read: list[str], write: list[str]) -> int:
-    """A ruleset fd allowing reads (and execution) under `read`, everything under `write`."""
+def landlock_ruleset(abi: int, read: list[str], write: list[str], listable: list[str] = ()) -> int:
+    """A ruleset fd allowing reads (and execution) under `read`, everything under `write`,
+    directory listings (only) under `listable`."""
     handled = FS_ABI1_ALL
     if abi >= 2:
         handled |= FS_REFER
@@ -77,7 +80,7 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str]) -> int:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
     file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | (FS_TRUNCATE if abi >= 3 else 0)
     read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-    for paths, rights in ((read, read_rights), (write, handled)):
+    for paths, rights in ((read, read_rights), (write, handled), (listable, FS_READ_DIR)):
         for path in paths:
             try:
                 fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
@@ -102,6 +105,54 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str]) -> int:
                 raise OSError(error, f"landlock_add_rule failed for {path}")
             os.close(fd)
     return ruleset
+
+
+class SockFilter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    ]
+
+
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
+
+
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+# machine -> (AUDIT_ARCH, __NR_socket); io_uring_setup is 425 on both
+SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+
+
+def deny_unix_sockets() -> bool:
+    """A seccomp filter: socket(AF_UNIX, ...) fails with EPERM (Landlock does not govern
+    connect() to a host's pathname sockets: D-Bus, X11, a Jupyter server), as do io_uring
+    (which could open sockets beside the filter) and x32 system calls. socketpair() still
+    works. False on a machine this does not know."""
+    arch = SECCOMP_ARCH.get(os.uname().machine)
+    if arch is None:
+        return False
+    audit_arch, socket_nr = arch
+    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
+    program = [
+        (load, 0, 0, 4),  # seccomp_data.arch
+        (jeq, 0, 6, audit_arch),  # another ABI: allow (-> 8)
+        (load, 0, 0, 0),  # seccomp_data.nr
+        (jge, 5, 0, 0x40000000),  # x32 -> deny (9)
+        (jeq, 4, 0, 425),  # io_uring_setup -> deny
+        (jeq, 0, 2, socket_nr),  # not socket() -> allow
+        (load, 0, 0, 16),  # seccomp_data.args[0] (low half): the address family
+        (jeq, 1, 0, socket.AF_UNIX),  # AF_UNIX -> deny
+        (ret, 0, 0, allow),
+        (ret, 0, 0, deny),
+    ]
+    filters = (SockFilter * len(program))(*[SockFilter(*op) for op in program])
+    fprog = SockFprog(len(program), filters)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    return True
 
 
 def children_by_parent() -> dict[int, list[int]]:
@@ -212,11 +263,16 @@ def start_child(config: dict, ruleset: int | None) -> int:
         for which, (soft, hard) in limits.items():
             resource.setrlimit(which, (soft, hard))
         if config.get("unshare_net") and libc.unshare(CLONE_NEWNET) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+            # Root in a container without CAP_SYS_ADMIN (Docker's default) gets EPERM: the
+            # child keeps the container's network, where Landlock (ABI 4+) still refuses TCP.
+            if ctypes.get_errno() != errno.EPERM:
+                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
         if config.get("uid") is not None:
             drop_privileges(config["uid"])
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
+        if config.get("deny_unix_sockets"):
+            deny_unix_sockets()
         if ruleset is not None:
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
@@ -237,7 +293,9 @@ def main() -> None:
     if landlock:
         abi = landlock_abi()
         if abi:
-            ruleset = landlock_ruleset(abi, landlock["read"], landlock["write"])
+            ruleset = landlock_ruleset(
+                abi, landlock["read"], landlock["write"], landlock.get("list", [])
+            )
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)

@@ -79,11 +79,27 @@ def array_to_npy(array) -> bytes:
 
 
 def npy_to_array(blob: bytes):
+    """The array in `blob`; its header must describe exactly the data that follows (numpy
+    would otherwise allocate whatever size the header claims before reading)."""
     import numpy as np
 
+    stream = io.BytesIO(blob)
     try:
-        return np.load(io.BytesIO(blob), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as error:
+        read_header = {
+            (1, 0): np.lib.format.read_array_header_1_0,
+            (2, 0): np.lib.format.read_array_header_2_0,
+        }.get(np.lib.format.read_magic(stream))
+        if read_header is None:
+            raise ValueError("unsupported .npy version")
+        shape, _, dtype = read_header(stream)
+        size = dtype.itemsize
+        for extent in shape:
+            size *= extent
+        if size != len(blob) - stream.tell():
+            raise ValueError("the header does not match the data")
+        stream.seek(0)
+        return np.load(stream, allow_pickle=False)
+    except (ValueError, OSError, EOFError, TypeError, MemoryError) as error:
         raise ProtocolError(f"invalid .npy blob: {error}") from None
 
 
@@ -94,6 +110,8 @@ def to_tensor(array, dtype: str):
     tensor = torch.from_numpy(array.copy())
     target = getattr(torch, dtype, None)
     if isinstance(target, torch.dtype) and tensor.dtype != target:
+        if target.itemsize > tensor.element_size():  # only ever narrowed (float32 -> bfloat16)
+            raise ProtocolError(f"a {tensor.dtype} tensor cannot be sent as {target}")
         tensor = tensor.to(target)
     return tensor
 
@@ -167,10 +185,14 @@ class Decoder:
         self.blobs = blobs
         self.handle = handle
         self.tensor = tensor
+        self.used: set[int] = set()
 
     def _blob(self, index):
         if not isinstance(index, int) or not 0 <= index < len(self.blobs):
             raise ProtocolError("blob index out of range")
+        if index in self.used:  # each blob is decoded once: a frame cannot multiply its size
+            raise ProtocolError("a blob is referenced twice")
+        self.used.add(index)
         return self.blobs[index]
 
     def decode(self, data):
