@@ -69,6 +69,9 @@ def _top_level_functions(trees: list[ast.Module]) -> dict[str, ast.FunctionDef]:
 def functions_using(sources: list[str], function: str, package: str) -> list[str]:
     """Functions reachable from `function` (through calls of the notebook's own top-level
     functions) whose bodies use `package` or import it. Empty when none do."""
+    if any(len(source) > MAX_PARSED_CHARS for source in sources):
+        # what cannot be analysed is not paid for: a constraint needs evidence
+        return [f"a cell over {MAX_PARSED_CHARS:,} characters (not analysed)"]
     trees = _parse(sources)
     aliases = module_aliases(sources, package)
     functions = _top_level_functions(trees)

@@ -656,8 +656,10 @@ ENTRIES: tuple[Entry, ...] = (
             "wire.Encoder.encode = encode\n"
             "def max_abs_diff_vs_torch(Q, K, V, mask=None):\n    return Bomb()\n",
         ),
-        fails=VS_TORCH,
-        what="one 1 MiB array referenced 3,000 times in a 50 KB reply (3 GiB once decoded)",
+        fails=ALL,  # patching the wire module is tampering: no points at all
+        status=Status.TAMPERED,
+        what="one 1 MiB array referenced 3,000 times in a 50 KB reply (3 GiB once decoded)"
+        " (the parent's memory stays bounded: peak RSS checked)",
     ),
     Entry(
         "grade_tensor_dtype_inflates",
@@ -673,8 +675,10 @@ ENTRIES: tuple[Entry, ...] = (
             "wire.Encoder.encode = encode\n"
             "def max_abs_diff_vs_torch(Q, K, V, mask=None):\n    return Bomb()\n",
         ),
-        fails=VS_TORCH,
-        what="a 100 MB bool array the parent is told to convert to complex128 (1.6 GB)",
+        fails=ALL,  # patching the wire module is tampering: no points at all
+        status=Status.TAMPERED,
+        what="a 100 MB bool array the parent is told to convert to complex128 (1.6 GB)"
+        " (the parent's memory stays bounded: peak RSS checked)",
     ),
     Entry(
         "grade_npy_header_lies",
@@ -692,8 +696,10 @@ ENTRIES: tuple[Entry, ...] = (
             "wire.Encoder.encode = encode\n"
             "def max_abs_diff_vs_torch(Q, K, V, mask=None):\n    return Bomb()\n",
         ),
-        fails=VS_TORCH,
-        what="a 128-byte .npy whose header claims 8 TB",
+        fails=ALL,  # patching the wire module is tampering: no points at all
+        status=Status.TAMPERED,
+        what="a 128-byte .npy whose header claims 8 TB"
+        " (the parent's memory stays bounded: peak RSS checked)",
     ),
     Entry(
         "grade_magic_flood",
@@ -729,11 +735,8 @@ ENTRIES: tuple[Entry, ...] = (
             "#" + "x" * 250_000 + "\n",
         ),
         fails=SDPA_NUMPY_ONLY,
-        what="a torch sdpa in a cell too large for the parent's source analysis",
-        known={
-            "jail": "cells over 200,000 characters are not analysed, so the NumPy-only "
-            "constraint pays for a PyTorch implementation",
-        },
+        what="a torch sdpa in a cell too large for the parent's source analysis: what cannot "
+        "be analysed is not paid for",
     ),
     Entry(
         "grade_torch_through_importlib",
@@ -751,11 +754,8 @@ ENTRIES: tuple[Entry, ...] = (
             "    w = t.softmax(s, dim=-1)\n    return (w @ v).numpy(), w.numpy()\n",
         ),
         fails=SDPA_NUMPY_ONLY,
-        what="PyTorch reached without an import statement the parent's ast scan can see",
-        known={
-            "jail": "the NumPy-only constraint is a static scan of import statements and "
-            "names: importlib.import_module('to' + 'rch') passes it",
-        },
+        what="PyTorch reached without an import statement the parent's ast scan can see "
+        "(caught by calling the function with torch unimportable)",
     ),
     Entry(
         "grade_sleeping_cells_over_budget",
@@ -788,8 +788,8 @@ ENTRIES: tuple[Entry, ...] = (
         EX4,
         raw="claims_ex1_named_ex4",
         fails=ALL,
-        status=Status.INVALID_NOTEBOOK,
-        what="a solved ex1 notebook submitted (by file name) for ex4",
+        what="a solved ex1 notebook submitted (by file name) for ex4: graded as ex4 (the trusted "
+        "side decides), with a note; none of ex4's functions exist",
     ),
     # -- output injection -------------------------------------------------------------------------
     Entry(
