@@ -45,7 +45,7 @@ def wheel_site():
     os.chmod(base, 0o755)
     source = base / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("autograder", "reference", "student_templates"):
+    for name in ("autograder", "reference"):
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
@@ -57,10 +57,7 @@ def wheel_site():
     packages = venv / "lib" / "python3.11" / "site-packages"
     _run(*pip, "install", "--no-deps", "--no-index", "--target", str(packages), str(wheel))
     (packages / "deps.pth").write_text(site.getsitepackages()[0] + "\n")
-    if not (packages / "student_templates").exists() and not any(
-        (packages / "autograder").rglob("*.ipynb.j2")
-    ):
-        shutil.copytree(ROOT / "student_templates", packages / "student_templates")
+    assert any((packages / "autograder").rglob("*.ipynb.j2")), "templates are package data"
     yield venv, packages
     remove(base)
 
