@@ -71,7 +71,10 @@ def test_the_jail_shows_no_host_filesystem(hostile, tmp_path):
     for path in ["/home", "/root", "/run", "/var", "/srv", "/etc/hostname", "/etc/passwd-"]:
         assert refused(hostile, "list" if not path.startswith("/etc/") else "read", path), path
     assert refused(hostile, "read", tmp_path / "notes.txt")
-    assert refused(hostile, "list", Path.cwd())  # the project checkout (and its course)
+    # the project checkout (and its course): at most the directories leading to a bound venv
+    listed = hostile.call("attempt", "list", str(Path.cwd()))
+    assert not {"autograder", "reference", "assignments", "tests"} & set(listed[7:].split(","))
+    assert refused(hostile, "read", Path.cwd() / "pyproject.toml")
     for hidden in isolation.hidden_paths():
         assert refused(hostile, "list", hidden)
         assert refused(hostile, "read", hidden / "__init__.py")
