@@ -16,6 +16,7 @@ from autograder.grading.runner import grade_notebook
 from autograder.grading.submission import Budget
 from autograder.mistakes import catalogue_for
 from autograder.sandbox import isolation
+from tests.adversarial.harness import processes_with
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 pytestmark = pytest.mark.ex1
@@ -143,19 +144,6 @@ def test_memory_bomb_gains_nothing(bomb, tmp_path):
     assert any("MemoryError" in message for message in report.messages)
 
 
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if marker.encode() in cmdline:
-                found.append(int(entry))
-    return found
-
-
 LINGER = """import os, subprocess, sys, time
 marker = {marker!r}
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", marker])
@@ -181,7 +169,7 @@ def test_no_process_survives_grading(mode, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["score"] == 8
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 @pytest.mark.parametrize("mode", ["auto", "rlimits"])
@@ -200,7 +188,7 @@ def test_killing_the_supervisor_gains_nothing(mode, tmp_path):
     assert json.loads(done.stdout)["score"] == 8
     # Namespaces (pid 1) or Landlock (signal scope) protect the supervisor; without them the
     # grader adopts the orphans (child subreaper) and kills them when the sandbox closes.
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 @pytest.mark.skipif(

@@ -27,7 +27,7 @@ ANSWER_TIMEOUT = 300.0  # seconds for one grading, far above the slowest entry
 
 
 def processes_with(marker: str) -> list[int]:
-    """Pids whose command line carries `marker` (as tests/test_tampering.py)."""
+    """Pids whose command line carries `marker` (a test's lingering processes)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
