@@ -208,7 +208,10 @@ def cmd_autograde(args: argparse.Namespace) -> int:
     from autograder.nbgrader_bridge.batch import autograde_course
 
     return autograde_course(
-        Path(args.course), _exercise_list(args.exercises) or list(EXERCISES), workers=args.workers
+        Path(args.course),
+        _exercise_list(args.exercises) or list(EXERCISES),
+        workers=args.workers,
+        db_url=args.db,
     )
 
 
@@ -333,6 +336,11 @@ def parser() -> argparse.ArgumentParser:
         help="nbgrader course root, relative to the current directory",
     )
     autograde.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+    autograde.add_argument(
+        "--db",
+        help="gradebook as an SQLAlchemy URL (default: the course's nbgrader_config.py, else "
+        "COURSE/gradebook.db), e.g. postgresql+psycopg://grader@/course?host=/run/postgresql",
+    )
     _isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)
 

@@ -118,12 +118,14 @@ def zero_grades(api, exercise: str, student: str, reason: str) -> None:
         gradebook.db.commit()
 
 
-def autograde_course(course: Path, exercises: list[str] | None = None, workers: int = 2) -> int:
+def autograde_course(
+    course: Path, exercises: list[str] | None = None, workers: int = 2, db_url: str | None = None
+) -> int:
     """Autograde all submissions; print a table. Returns the process exit code."""
     from autograder.nbgrader_bridge import preprocessors
 
     try:
-        api = nbgrader_api(course)
+        api = nbgrader_api(course, db_url)
     except CourseError as error:
         print(f"attn-grade autograde: {error}", file=sys.stderr)
         return 2

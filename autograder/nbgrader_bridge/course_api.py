@@ -14,8 +14,10 @@ class CourseError(RuntimeError):
     """The course directory cannot be used (no nbgrader_config.py, ...)."""
 
 
-def nbgrader_api(course: Path):
-    """An NbGraderAPI configured from the course's own nbgrader_config.py."""
+def nbgrader_api(course: Path, db_url: str | None = None):
+    """An NbGraderAPI configured from the course's own nbgrader_config.py; `db_url` (any
+    SQLAlchemy URL, e.g. postgresql+psycopg://grader@/course?host=/run/pg) overrides its
+    gradebook."""
     skip_slow_optional_imports()
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
@@ -33,6 +35,8 @@ def nbgrader_api(course: Path):
     os.environ["PATH"] = tool_env()["PATH"]
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config()
     config.CourseDirectory.root = str(course)
+    if db_url:
+        config.CourseDirectory.db_url = db_url
     coursedir = CourseDirectory(config=config)
     return NbGraderAPI(coursedir=coursedir, config=config)
 
