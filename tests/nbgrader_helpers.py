@@ -50,12 +50,12 @@ def html_lines(path: Path) -> set[str]:
     return {line.strip() for line in text.splitlines() if line.strip()}
 
 
-def scores(db: Path, exercise: str) -> dict[str, dict[str, float | None]]:
-    """student -> grade id -> auto score, read from the gradebook."""
+def scores(db: Path | str, exercise: str) -> dict[str, dict[str, float | None]]:
+    """student -> grade id -> auto score, read from the gradebook (a sqlite file or a URL)."""
     from nbgrader.api import Gradebook
 
     found: dict[str, dict[str, float | None]] = {}
-    with Gradebook(f"sqlite:///{db}") as gradebook:
+    with Gradebook(db if isinstance(db, str) else f"sqlite:///{db}") as gradebook:
         for submission in gradebook.assignment_submissions(exercise):
             for notebook in submission.notebooks:
                 found[submission.student.id] = {g.name: g.auto_score for g in notebook.grades}
