@@ -26,6 +26,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from autograder import faults
+
 SCHEMA = 1
 FILE_NAME = "audit.jsonl"
 
@@ -63,7 +65,7 @@ def record(
         relative = str(notebook.resolve().relative_to(Path(course).resolve()))
     except ValueError:
         relative = str(notebook)
-    checks = report.get("checks", [])
+    points = {c["name"]: c["max_points"] if c["passed"] else 0.0 for c in report.get("checks", [])}
     return {
         "schema": SCHEMA,
         "recorded_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -80,9 +82,9 @@ def record(
         "limits": asdict(limits or Limits()),
         "budget": asdict(budget or Budget()),
         "status": report.get("status", "ok"),
-        "score": sum(c["points"] for c in checks),
-        "max_score": sum(c["max_points"] for c in checks),
-        "checks": {c["name"]: c["points"] for c in checks},
+        "score": sum(points.values()),
+        "max_score": sum(c["max_points"] for c in report.get("checks", [])),
+        "checks": points,
     }
 
 
@@ -98,6 +100,7 @@ def append(course: Path, line: dict) -> None:
                 handle.seek(size - 1)
                 if handle.read(1) != b"\n":
                     data = b"\n" + data
+        faults.reach("audit-write", lambda: os.write(descriptor, data[: len(data) // 2]))
         os.write(descriptor, data)
         os.fsync(descriptor)
     finally:

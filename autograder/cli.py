@@ -212,6 +212,8 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         _exercise_list(args.exercises) or list(EXERCISES),
         workers=args.workers,
         db_url=args.db,
+        scheduler=args.scheduler,
+        force=args.force,
     )
 
 
@@ -340,6 +342,17 @@ def parser() -> argparse.ArgumentParser:
         "--db",
         help="gradebook as an SQLAlchemy URL (default: the course's nbgrader_config.py, else "
         "COURSE/gradebook.db), e.g. postgresql+psycopg://grader@/course?host=/run/postgresql",
+    )
+    autograde.add_argument(
+        "--scheduler",
+        help="grade on a Dask cluster: the scheduler's address (tcp://host:8786) or scheduler "
+        "file; --workers then counts the local processes that run nbgrader's part",
+    )
+    autograde.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade every submission, even those the audit log shows graded from the same "
+        "notebook, checks, grader and isolation level",
     )
     _isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)

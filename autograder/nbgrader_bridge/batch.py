@@ -1,25 +1,39 @@
 """`attn-grade autograde`: grade every submitted notebook of a course, in parallel, through
-nbgrader's own autograde.
+nbgrader's own autograde; resumable, audited, and optionally on a Dask cluster.
 
-Phase 1 grades the notebooks with the sandboxed checks in N worker processes (the expensive
-part). Phase 2 runs nbgrader's autograde for each submission, one at a time (the gradebook is
-written by one process only); its GradeWithChecks preprocessor takes the phase-1 report when
-the sanitized notebook has the same program, and grades it itself otherwise, so the results
-are those of a serial run.
+Each submission goes through one worker process (recorder.py): the sandboxed checks, then
+nbgrader's autograde into the worker's scratch gradebook. The parent merges each result into
+the course's gradebook in one transaction (scratch.py) and then appends the submission's audit
+record (audit.py). The audit record is the commit mark: a batch killed at any point and run
+again regrades exactly the submissions without a record matching their notebook, the checks,
+the grader and the isolation level (`--force` regrades all), and a merge repeated after a kill
+overwrites the same rows, so nothing is lost, duplicated or half-written.
+
+With `--scheduler`, the sandboxed grading runs as Dask tasks (dask_grading.py) and the workers
+here only run nbgrader's part.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import multiprocessing
+import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import audit, faults
+from autograder.errors import UsageError
 from autograder.exercises import EXERCISES
+from autograder.nbgrader_bridge import scratch
 from autograder.nbgrader_bridge.course_api import CourseError, nbgrader_api
 from autograder.nbgrader_bridge.item_analysis import format_items, write_item_analysis
+
+STATE_DIR = ".attn-grade"  # in the course: the batch lock and the workers' scratch gradebooks
 
 
 @dataclass(frozen=True)
@@ -29,61 +43,21 @@ class Submitted:
     path: Path
 
 
+@dataclass
+class Outcome:
+    """What the batch table and the item analysis need of one submission."""
+
+    reason: str | None = None  # why it was not graded, if it was not
+    report: dict | None = None
+    skipped: bool = False  # up to date: graded by an earlier batch
+
+
 def find_submissions(course: Path, exercises: list[str]):
     """The gradable submissions, and an account of every other file (submitted.py)."""
     from autograder.nbgrader_bridge.submitted import account
 
     accounting = account(course, exercises)
     return [Submitted(*item) for item in accounting.found], accounting
-
-
-def precompute(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
-    """Worker: (key, report, "") for a readable notebook, (None, None, reason) otherwise."""
-    from autograder.grading.notebook import InvalidNotebook, program_of, read_json
-    from autograder.grading.runner import grade_loaded
-    from autograder.nbgrader_bridge.preprocessors import report_key
-
-    try:
-        loaded = program_of(read_json(Path(path)), exercise)
-    except InvalidNotebook as error:
-        return None, None, str(error)
-    report = grade_loaded(loaded, student=student, demos=True)
-    return report_key(exercise, student, loaded), report.to_dict(), ""
-
-
-def unreadable_reason(path: Path) -> str | None:
-    """Why nbgrader cannot even open this notebook (None when it can)."""
-    from autograder.grading.notebook import InvalidNotebook, read_json
-
-    try:
-        read_json(path)
-    except InvalidNotebook as error:
-        return str(error)
-    return None
-
-
-def precompute_in_parallel(submissions: list[Submitted], workers: int) -> None:
-    """Phase 1: grade in worker processes; reports go to GradeWithChecks' PRECOMPUTED."""
-    from autograder.nbgrader_bridge import preprocessors
-
-    progress = Progress(len(submissions), "grading ")
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {
-            pool.submit(precompute, s.exercise, s.student, str(s.path)): s for s in submissions
-        }
-        for future in as_completed(futures):
-            item = futures[future]
-            try:
-                key, report, reason = future.result()
-            except Exception as error:  # noqa: BLE001 - phase 2 grades it again, records failures
-                key, report, reason = None, None, f"worker failed ({type(error).__name__})"
-            if key is None:
-                progress.step(f"{item.student}/{item.exercise}: {reason}")
-                continue
-            preprocessors.PRECOMPUTED[key] = report
-            score = sum(c["max_points"] for c in report["checks"] if c["passed"])
-            progress.step(f"{item.student}/{item.exercise}: {score:g}/8")
 
 
 class Progress:
@@ -102,92 +76,313 @@ class Progress:
         print(line.ljust(100)[:100], end=end, file=sys.stderr, flush=True)
 
 
-def zero_grades(api, exercise: str, student: str, reason: str) -> None:
-    """A notebook nbgrader could not process still gets a (zero) grade and no manual flag."""
-    from nbgrader.api import Gradebook
+@contextlib.contextmanager
+def batch_lock(course: Path):
+    """One batch per course at a time (two would interleave nbgrader's files)."""
+    state = Path(course) / STATE_DIR
+    state.mkdir(exist_ok=True)
+    with open(state / "batch.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another attn-grade batch is running on {course}") from None
+        yield state
 
-    with Gradebook(api.coursedir.db_url) as gradebook:
-        gradebook.update_or_create_student(student)  # a student whose only notebook is broken
-        gradebook.update_or_create_submission(exercise, student)
-        notebook = gradebook.find_submission_notebook(exercise, exercise, student)
-        for grade in notebook.grades:
-            grade.auto_score = 0.0
-            grade.needs_manual_grade = False
-        for comment in notebook.comments:
-            comment.auto_comment = f"Not graded: {reason}"
-        gradebook.db.commit()
+
+def _autograded_path(api, item: Submitted) -> Path:
+    folder = api.coursedir.format_path(
+        api.coursedir.autograded_directory, item.student, item.exercise
+    )
+    return Path(folder) / f"{item.exercise}.ipynb"
+
+
+def stored_report(path: Path) -> dict | None:
+    """The report GradeWithChecks stored in an autograded notebook (None if there is none)."""
+    from autograder.grading.notebook import InvalidNotebook, read_json
+    from autograder.report.data import report_from_metadata
+
+    try:
+        report = report_from_metadata(read_json(path))
+    except (InvalidNotebook, OSError):
+        return None
+    return report.to_dict() if report is not None else None
+
+
+def up_to_date(api, submissions: list[Submitted], level: str) -> dict[Submitted, Outcome]:
+    """The submissions an earlier batch graded from these very bytes, with these checks, this
+    grader and this isolation level, whose grades are in the gradebook: nothing to redo."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.versions import checks_digest, grader_version
+
+    latest = audit.read(Path(api.coursedir.root)).latest()
+    same = {"checks_sha256": checks_digest(), "grader_version": grader_version()}
+    done: dict[Submitted, Outcome] = {}
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
+        for item in submissions:
+            record = latest.get((item.exercise, item.student))
+            if record is None or record.get("isolation") != level:
+                continue
+            if any(record.get(key) != value for key, value in same.items()):
+                continue
+            if record["status"] == "grader_error":  # the grader failed: always try again
+                continue
+            if record["notebook_sha256"] != audit.sha256_file(item.path):
+                continue
+            try:
+                gradebook.find_submission(item.exercise, item.student)
+            except MissingEntry:
+                continue
+            report = stored_report(_autograded_path(api, item))
+            if report is None and record["status"] != "invalid_notebook":
+                continue
+            reason = None if report is not None else "not graded (see the audit log)"
+            done[item] = Outcome(reason=reason, report=report, skipped=True)
+    return done
+
+
+class Batch:
+    """The parent's side: hand submissions to workers, merge and audit what comes back."""
+
+    def __init__(self, api, course: Path, level: str):
+        self.api, self.course, self.level = api, course, level
+        self.batch_id = uuid.uuid4().hex
+        self.outcomes: dict[Submitted, Outcome] = {}
+
+    def finish(self, item: Submitted, result: dict, progress: Progress) -> None:
+        """Merge one worker result into the gradebook, then append its audit record."""
+        faults.reach("merge")
+        scratch.merge(self.api.coursedir.db_url, self.api.coursedir.course_id, result)
+        report = result["report"] or {
+            "exercise": item.exercise,
+            "seed": None,
+            "isolation": self.level,
+            "status": "invalid_notebook",
+            "checks": [],
+        }
+        faults.reach("audit")
+        line = audit.record(
+            report,
+            course=self.course,
+            notebook=item.path,
+            student=item.student,
+            batch=self.batch_id,
+        )
+        audit.append(self.course, line)
+        if result["log"]:
+            print(result["log"], file=sys.stderr)
+        self.outcomes[item] = Outcome(reason=result["reason"], report=result["report"])
+        text = result["reason"] or f"{line['score']:g}/{line['max_score']:g}"
+        progress.step(f"{item.student}/{item.exercise}: {text}")
+
+    def run(self, pending: list[Submitted], workers: int, state: Path, scheduler: str | None):
+        from autograder.nbgrader_bridge import recorder
+
+        client = None
+        if scheduler is not None:  # before any work: an unreachable cluster is a usage error
+            from autograder.nbgrader_bridge.dask_grading import connect
+
+            client = connect(scheduler)
+        scratch_dir = state / "scratch"
+        shutil.rmtree(scratch_dir, ignore_errors=True)  # left by a killed batch
+        scratch_dir.mkdir()
+        progress = Progress(len(pending), "grading ")
+        try:
+            if workers <= 1 and scheduler is None:
+                worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
+                for item in pending:
+                    result = worker.record(item.exercise, item.student, str(item.path))
+                    self.finish(item, result, progress)
+                return
+            context = multiprocessing.get_context("spawn")
+            initargs = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
+            with ProcessPoolExecutor(
+                max_workers=max(workers, 1),
+                mp_context=context,
+                initializer=recorder.start_worker,
+                initargs=initargs,
+            ) as pool:
+                try:
+                    if scheduler is None:
+                        self._local(pool, pending, progress)
+                    else:
+                        self._on_dask(pool, pending, progress, client)
+                except BaseException:  # Ctrl-C or a failed merge: stop, don't finish the queue
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+        finally:
+            shutil.rmtree(scratch_dir, ignore_errors=True)
+
+    def _collect(self, futures: dict[Future, Submitted], progress: Progress, block: bool) -> None:
+        finished, _ = wait(list(futures), timeout=None if block else 0, return_when=FIRST_COMPLETED)
+        for future in finished:
+            item = futures.pop(future)
+            try:
+                result = future.result()
+            except Exception as error:  # noqa: BLE001 - the worker died: say so, go on
+                self.outcomes[item] = Outcome(reason=f"worker failed ({type(error).__name__})")
+                progress.step(f"{item.student}/{item.exercise}: worker failed")
+                continue
+            self.finish(item, result, progress)
+
+    def _local(self, pool, pending: list[Submitted], progress: Progress) -> None:
+        from autograder.nbgrader_bridge.recorder import record_in_worker
+
+        futures = {
+            pool.submit(record_in_worker, i.exercise, i.student, str(i.path)): i for i in pending
+        }
+        while futures:
+            self._collect(futures, progress, block=True)
+
+    def _on_dask(self, pool, pending: list[Submitted], progress: Progress, client) -> None:
+        from distributed import as_completed
+
+        from autograder.nbgrader_bridge import dask_grading
+        from autograder.nbgrader_bridge.recorder import record_in_worker
+        from autograder.versions import checks_digest
+
+        try:
+            remote = {}
+            for item in pending:
+                future = client.submit(
+                    dask_grading.grade_on_worker,
+                    item.exercise,
+                    item.student,
+                    item.path.read_bytes(),
+                    self.level_name,
+                    checks_digest(),
+                    pure=False,
+                )
+                remote[future] = item
+            local: dict[Future, Submitted] = {}
+            for future in as_completed(list(remote)):
+                item = remote.pop(future)
+                try:
+                    graded = tuple(future.result())
+                except Exception as error:  # noqa: BLE001 - graded here instead, with a word
+                    print(
+                        f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
+                        f"failed ({type(error).__name__}: {str(error)[:300]}); graded locally",
+                        file=sys.stderr,
+                    )
+                    graded = None
+                record = (item.exercise, item.student, str(item.path), graded)
+                local[pool.submit(record_in_worker, *record)] = item
+                self._collect(local, progress, block=False)
+            while local:
+                self._collect(local, progress, block=True)
+        finally:
+            client.close()
+
+    @property
+    def level_name(self) -> str:
+        from autograder.sandbox import isolation
+
+        return isolation.choose().level
 
 
 def autograde_course(
-    course: Path, exercises: list[str] | None = None, workers: int = 2, db_url: str | None = None
+    course: Path,
+    exercises: list[str] | None = None,
+    workers: int = 2,
+    db_url: str | None = None,
+    scheduler: str | None = None,
+    force: bool = False,
 ) -> int:
-    """Autograde all submissions; print a table. Returns the process exit code."""
-    from autograder.nbgrader_bridge import preprocessors
+    """Autograde all submissions that need it; print a table. Returns the process exit code."""
+    from autograder.sandbox import isolation
 
     try:
         api = nbgrader_api(course, db_url)
     except CourseError as error:
         print(f"attn-grade autograde: {error}", file=sys.stderr)
         return 2
-    submissions, accounting = find_submissions(Path(course), exercises or list(EXERCISES))
-    for problem in accounting.problems:
-        print(f"attn-grade autograde: {problem}", file=sys.stderr)
-    if not submissions:
-        print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
-        return 1 if accounting.problems else 0
-    unreadable = {
-        (s.exercise, s.student): reason
-        for s in submissions
-        if (reason := unreadable_reason(s.path))
-    }
-    readable = [s for s in submissions if (s.exercise, s.student) not in unreadable]
-    if workers > 1 and readable:
-        precompute_in_parallel(readable, workers)
-    progress = Progress(len(submissions), "nbgrader")
-    outcomes = {}
-    for item in submissions:
-        reason = unreadable.get((item.exercise, item.student))
-        if reason is None:
-            result = api.autograde(item.exercise, item.student, force=True, create=True)
-            if not result.get("success"):
-                reason = "nbgrader could not process the notebook (see the log)"
-                print(result.get("error") or result.get("log", ""), file=sys.stderr)
-        if reason is not None:
-            zero_grades(api, item.exercise, item.student, reason)
-        outcomes[(item.exercise, item.student)] = reason
-        progress.step(f"{item.student}/{item.exercise}" + (f": {reason}" if reason else ""))
-    preprocessors.PRECOMPUTED.clear()
-    for key, note in accounting.notes.items():
-        outcomes[key] = "; ".join(filter(None, [outcomes.get(key), note]))
-    print(score_table(api, submissions, outcomes))
+    course = Path(api.coursedir.root)
+    level = isolation.choose().describe()
+    with batch_lock(course) as state:
+        submissions, accounting = find_submissions(course, exercises or list(EXERCISES))
+        for problem in accounting.problems:
+            print(f"attn-grade autograde: {problem}", file=sys.stderr)
+        if not submissions:
+            print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
+            return 1 if accounting.problems else 0
+        batch = Batch(api, course, level)
+        if not force:
+            batch.outcomes.update(up_to_date(api, submissions, level))
+        pending = [item for item in submissions if item not in batch.outcomes]
+        if batch.outcomes:
+            print(
+                f"attn-grade autograde: {len(batch.outcomes)} of {len(submissions)} submissions "
+                "are already graded from the same notebook and checks (the audit log says so); "
+                "grading the other "
+                f"{len(pending)} (--force regrades all)",
+                file=sys.stderr,
+            )
+        if pending:
+            batch.run(pending, workers, state, scheduler)
+    return summarize(api, course, submissions, accounting, batch.outcomes)
+
+
+def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
+    """The batch table, the item analysis and the exit code."""
+    from autograder.grading.results import GradeReport
+
+    notes = table_notes(submissions, accounting.notes, outcomes)
+    print(score_table(api, submissions, notes))
     for problem in accounting.problems:
         print(f"NOT GRADED   {problem}")
-    rows = write_item_analysis(preprocessors.GRADED, Path(course) / "item_analysis.csv")
-    preprocessors.GRADED.clear()
-    preprocessors.STATUSES.clear()
-    print(f"\nitem analysis ({Path(course) / 'item_analysis.csv'}):")
+    reports = [
+        GradeReport.from_dict(outcomes[item].report)
+        for item in submissions
+        if item in outcomes and outcomes[item].report
+    ]
+    rows = write_item_analysis(reports, course / "item_analysis.csv")
+    print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
     print(format_items(rows))
+    failed = [item for item in submissions if "worker failed" in (notes[_key(item)] or "")]
     if accounting.problems:
         print(f"submissions not graded: {len(accounting.problems)} (listed above)")
-    return 1 if accounting.problems else 0
+    if failed:
+        print(
+            f"not graded because a worker failed: {len(failed)}; run the batch again to grade them"
+        )
+    return 1 if accounting.problems or failed else 0
 
 
-def score_table(api, submissions: list[Submitted], outcomes: dict) -> str:
-    from nbgrader.api import Gradebook
+def table_notes(submissions, accounting_notes: dict, outcomes: dict) -> dict:
+    """The note column of the batch table, per (exercise, student)."""
+    notes = {}
+    for item in submissions:
+        outcome = outcomes.get(item, Outcome(reason="not graded (the batch was interrupted)"))
+        note = "; ".join(filter(None, [outcome.reason, accounting_notes.get(_key(item))]))
+        status = (outcome.report or {}).get("status", "ok")
+        if status != "ok":  # timeout, crashed, tampered, ...: the instructor should look
+            note = f"status {status}" + (f"; {note}" if note else "")
+        if outcome.skipped:
+            note = "; ".join(filter(None, [note, "up to date"]))
+        notes[_key(item)] = note
+    return notes
 
-    from autograder.nbgrader_bridge import preprocessors
+
+def _key(item: Submitted) -> tuple[str, str]:
+    return (item.exercise, item.student)
+
+
+def score_table(api, submissions: list[Submitted], notes: dict) -> str:
+    from nbgrader.api import Gradebook, MissingEntry
 
     width = max([len(item.student) for item in submissions] + [len("student")])
     rows = [f"{'student':<{width}} {'exercise':<28} {'auto':>9}  {'manual':<8}  note"]
-    with Gradebook(api.coursedir.db_url) as gradebook:
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
         for item in submissions:
-            submission = gradebook.find_submission(item.exercise, item.student)
-            manual = "pending" if submission.needs_manual_grade else "-"
-            note = outcomes.get((item.exercise, item.student)) or ""
-            status = preprocessors.STATUSES.get((item.exercise, item.student), "ok")
-            if status != "ok":  # timeout, crashed, tampered, ...: the instructor should look
-                note = f"status {status}" + (f"; {note}" if note else "")
-            auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
+            try:
+                submission = gradebook.find_submission(item.exercise, item.student)
+            except MissingEntry:  # a worker failed on its first grading: no row yet
+                manual, auto = "-", "-"
+            else:
+                manual = "pending" if submission.needs_manual_grade else "-"
+                auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
+            note = notes.get(_key(item)) or ""
             rows.append(
                 f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"
             )

@@ -17,7 +17,7 @@ from pathlib import Path
 from autograder.exercises import EXERCISES
 
 # Files nbgrader itself writes into a submission, and editor leftovers.
-KNOWN = {"timestamp.txt", ".ipynb_checkpoints", ".DS_Store", "__MACOSX"}
+KNOWN = {"timestamp.txt", "submission_secret.txt", ".ipynb_checkpoints", ".DS_Store", "__MACOSX"}
 
 
 @dataclass

@@ -1,0 +1,109 @@
+"""One submission through the sandboxed checks and nbgrader's own autograde, in a batch worker.
+
+A Recorder belongs to one worker process. It owns a scratch gradebook (scratch.py) so that
+nbgrader's autograde, with its many small writes, never waits for another worker; what autograde
+wrote comes back as plain data for the batch parent to merge into the course's gradebook.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+from autograder._speedups import skip_slow_optional_imports
+
+skip_slow_optional_imports()  # a spawned worker imports this module first: 0.9 s less each
+
+from autograder.nbgrader_bridge import scratch  # noqa: E402
+from autograder.nbgrader_bridge.course_api import nbgrader_api  # noqa: E402
+
+
+def grade_file(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
+    """The sandboxed grading of one notebook file: (key, report, "") when it was read, else
+    (None, None, why not). The key tells GradeWithChecks that the report is for this program."""
+    from autograder.grading.notebook import InvalidNotebook, program_of, read_json
+    from autograder.grading.runner import grade_loaded
+    from autograder.nbgrader_bridge.preprocessors import report_key
+
+    try:
+        loaded = program_of(read_json(Path(path)), exercise)
+    except InvalidNotebook as error:
+        return None, None, str(error)
+    report = grade_loaded(loaded, student=student, demos=True)
+    return report_key(exercise, student, loaded), report.to_dict(), ""
+
+
+def zero_grades(api, exercise: str, student: str, reason: str) -> None:
+    """A notebook nbgrader could not process still gets a (zero) grade and no manual flag."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
+        gradebook.update_or_create_student(student)  # a student whose only notebook is broken
+        gradebook.update_or_create_submission(exercise, student)
+        notebook = gradebook.find_submission_notebook(exercise, exercise, student)
+        for grade in notebook.grades:
+            grade.auto_score = 0.0
+            grade.needs_manual_grade = False
+        for comment in notebook.comments:
+            comment.auto_comment = f"Not graded: {reason}"
+        gradebook.db.commit()
+
+
+class Recorder:
+    def __init__(self, course: Path, db_url: str | None, scratch_dir: Path):
+        main = nbgrader_api(course, db_url)
+        self.course_id = main.coursedir.course_id
+        path = Path(scratch_dir) / f"gradebook-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
+        self.api = nbgrader_api(course, scratch.create(main.coursedir.db_url, path))
+
+    def record(self, exercise: str, student: str, path: str, graded=None) -> dict:
+        """Grade (unless `graded`, a grade_file() result from elsewhere, is given), autograde
+        with nbgrader into the scratch gradebook, and return what to merge, with the report
+        and, for a notebook that could not be graded, the reason."""
+        from autograder.nbgrader_bridge import preprocessors
+
+        key, report, reason = graded or grade_file(exercise, student, path)
+        log = ""
+        if key is not None:
+            preprocessors.PRECOMPUTED[key] = report
+            result = self.api.autograde(exercise, student, force=True, create=True)
+            preprocessors.PRECOMPUTED.clear()
+            report = preprocessors.GRADED[-1].to_dict() if preprocessors.GRADED else None
+            preprocessors.GRADED.clear()
+            preprocessors.STATUSES.clear()
+            if not result.get("success"):
+                reason = "nbgrader could not process the notebook (see the log)"
+                log = str(result.get("error") or result.get("log", ""))[-4000:]
+                report = None
+        if reason:
+            zero_grades(self.api, exercise, student, reason)
+        extracted = scratch.extract(self.api.coursedir.db_url, self.course_id, exercise, student)
+        return {**extracted, "report": report, "reason": reason or None, "log": log}
+
+
+_WORKER: Recorder | None = None
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive a killed batch: it would go on writing autograded files
+    while the re-run grades the same submissions (PR_SET_PDEATHSIG; Linux)."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the batch died before the call
+        os._exit(1)
+
+
+def start_worker(course: str, db_url: str | None, scratch_dir: str) -> None:
+    """ProcessPoolExecutor initializer: one Recorder per worker process."""
+    global _WORKER
+    _die_with_parent()
+    _WORKER = Recorder(Path(course), db_url, Path(scratch_dir))
+
+
+def record_in_worker(exercise: str, student: str, path: str, graded=None) -> dict:
+    return _WORKER.record(exercise, student, path, graded)

@@ -1,0 +1,113 @@
+"""Benchmark: the demo's 15 submissions through stock nbgrader and `attn-grade autograde` with
+1 and 2 local workers and on a 2-worker Dask LocalCluster, as ratios from one run.
+
+Builds the demo course (`attn-grade demo`), then times, one run each, on fresh copies (no
+audit log, so nothing is skipped as up to date):
+- stock: a copy whose config keeps nbgrader's own preprocessors (Execute runs every notebook
+  in a kernel), `nbgrader autograde EXERCISE --force` for the five exercises;
+- ours: `attn-grade autograde --workers 1`, `--workers 2`, and `--scheduler` on a LocalCluster
+  of two single-threaded worker processes (sandboxed checks plus the demo cells' outputs).
+
+    python benchmarks/batch_throughput.py [--dir /tmp/attn-batch] [--repeat 1]
+
+Prints a table and writes benchmarks/results/batch_throughput.json. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autograder.build.course import tool_env
+from autograder.exercises import EXERCISES
+
+RESULTS = Path(__file__).with_name("results")
+STOCK_CONFIG = """c = get_config()  # noqa: F821
+c.CourseDirectory.course_id = "attention-transformers"
+"""
+
+
+def timed(command: list[str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and every process it waited for): CPU time
+    is the fairer comparison on a machine that other jobs keep busy."""
+    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, cwd=cwd, env=tool_env(), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.monotonic() - started, cpu
+
+
+def fresh_copy(demo: Path, target: Path) -> Path:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(demo, target)
+    shutil.rmtree(target / "autograded", ignore_errors=True)
+    (target / "audit.jsonl").unlink(missing_ok=True)
+    return target
+
+
+def ours(demo: Path, root: Path, name: str, *options: str) -> tuple[float, float]:
+    course = fresh_copy(demo, root / name)
+    command = [sys.executable, "-m", "autograder.cli", "autograde", "--course", str(course)]
+    return timed([*command, *options], root)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="/tmp/attn-batch")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, best kept")
+    args = parser.parse_args()
+    root = Path(args.dir)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    demo = root / "demo"
+    timed([sys.executable, "-m", "autograder.cli", "demo", "--course", str(demo)], root)
+    stock = fresh_copy(demo, root / "stock")
+    (stock / "nbgrader_config.py").write_text(STOCK_CONFIG)
+    nbgrader = [sys.executable, "-m", "nbgrader", "autograde"]
+    runs = [timed([*nbgrader, e, "--force"], stock) for e in EXERCISES]
+    times = {"stock nbgrader": (sum(r[0] for r in runs), sum(r[1] for r in runs))}
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        variants = {
+            "ours, 1 worker": ("--workers", "1"),
+            "ours, 2 workers": ("--workers", "2"),
+            "ours, Dask 2 workers": ("--scheduler", cluster.scheduler_address),
+        }
+        for name, options in variants.items():
+            runs = [ours(demo, root, name.replace(" ", "-").replace(",", ""), *options)]
+            runs += [ours(demo, root, "again", *options) for _ in range(args.repeat - 1)]
+            times[name] = min(runs)
+    one = times["ours, 1 worker"][0]
+    notebooks = 3 * len(EXERCISES)
+    result = {
+        "notebooks": notebooks,
+        "runs": {
+            name: {"wall_s": round(w, 1), "cpu_s": round(c, 1)} for name, (w, c) in times.items()
+        },
+        "speedup_2_workers_vs_1": round(one / times["ours, 2 workers"][0], 2),
+        "speedup_dask_2_workers_vs_1": round(one / times["ours, Dask 2 workers"][0], 2),
+        "ours_2_workers_vs_stock": round(
+            times["stock nbgrader"][0] / times["ours, 2 workers"][0], 2
+        ),
+        "seconds_per_notebook_1_worker": round(one / notebooks, 2),
+        "load_average_1min_at_end": round(os.getloadavg()[0], 1),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "batch_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
