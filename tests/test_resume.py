@@ -1,0 +1,178 @@
+"""A batch killed with SIGKILL at any point and run again grades only what is missing: no grade
+lost, duplicated or half-written, and the gradebook ends equal to an uninterrupted run's."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import audit, faults
+from autograder.build.course import tool_env
+from tests.nbgrader_helpers import attn_grade, submission_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.ex1]
+EXERCISE = "ex1_numpy_attention"
+STUDENTS = ("alice", "bob", "carol", "dave")  # dave submits alice's code: another seed
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    course = tmp_path_factory.mktemp("resume") / "template"
+    built = attn_grade("build", EXERCISE, "--course", str(course))
+    assert built.returncode == 0, built.stderr
+    release = course / "release" / EXERCISE / f"{EXERCISE}.ipynb"
+    for student in STUDENTS:
+        path = course / "submitted" / student / EXERCISE / f"{EXERCISE}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(
+            submission_text(release, EXERCISE, "alice" if student == "dave" else student)
+        )
+    return course
+
+
+def copy_of(template, tmp_path, name):
+    return shutil.copytree(template, tmp_path / name)
+
+
+def batch(course, *extra: str, kill_at: str | None = None) -> subprocess.Popen:
+    env = tool_env()
+    if kill_at:
+        env[faults.VARIABLE] = kill_at
+    command = [sys.executable, "-m", "autograder.cli", "autograde", "--course", str(course)]
+    return subprocess.Popen(
+        [*command, "--workers", "2", *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finished(process: subprocess.Popen) -> tuple[int, str]:
+    _out, err = process.communicate(timeout=600)
+    return process.returncode, err
+
+
+def gradebook_rows(course) -> dict[str, list[tuple]]:
+    """student -> every grade and comment row nbgrader keeps for the submission."""
+    from nbgrader.api import Gradebook
+
+    rows: dict[str, list[tuple]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for submission in gradebook.assignment_submissions(EXERCISE):
+            found = [("timestamp", str(submission.timestamp))]
+            for notebook in submission.notebooks:
+                found += [
+                    (g.name, g.cell.cell_type, g.auto_score, g.needs_manual_grade)
+                    for g in notebook.grades
+                ]
+                found += [(c.name, c.auto_comment) for c in notebook.comments]
+            rows[submission.student.id] = sorted(found, key=str)
+    return rows
+
+
+def assert_consistent(course) -> None:
+    """Whatever the moment of the kill: every submission in the gradebook is whole (each code
+    grade scored), and every audit record is of a submission whose grades are in it."""
+    rows = gradebook_rows(course)
+    for student, found in rows.items():
+        code = [row for row in found if len(row) == 4 and row[1] == "code"]
+        assert code and all(row[2] is not None for row in code), (student, found)
+    for record in audit.read(course).records:
+        assert record["student"] in rows, record
+
+
+def test_killed_at_every_point_then_resumed_equals_one_uninterrupted_run(template, tmp_path):
+    whole = copy_of(template, tmp_path, "whole")
+    code, err = finished(batch(whole))
+    assert code == 0, err
+    expected = gradebook_rows(whole)
+    assert set(expected) == set(STUDENTS)
+
+    course = copy_of(template, tmp_path, "killed")
+    for point in ("merge:2", "commit:1", "audit:1", "audit-write:1"):
+        before = len(audit.read(course).records)
+        code, err = finished(batch(course, kill_at=point))
+        assert code == -signal.SIGKILL, (point, err)
+        assert_consistent(course)
+        if point == "commit:1":  # killed between flush and commit: that merge left nothing
+            assert len(gradebook_rows(course)) == len(audit.read(course).records) == before
+    log = audit.read(course)
+    assert log.torn == 1  # the line cut by audit-write
+    already = len({(r["exercise"], r["student"]) for r in log.records})
+    assert 0 < already < len(STUDENTS)
+
+    code, err = finished(batch(course))
+    assert code == 0, err
+    assert f"{already} of {len(STUDENTS)} submissions are already graded" in err
+    assert gradebook_rows(course) == expected
+    log = audit.read(course)
+    assert sorted(r["student"] for r in log.records) == sorted(STUDENTS)  # one record each
+    assert log.torn == 1
+
+    code, err = finished(batch(course))  # nothing left to do
+    assert code == 0, err
+    assert f"{len(STUDENTS)} of {len(STUDENTS)} submissions are already graded" in err
+    assert len(audit.read(course).records) == len(STUDENTS)
+
+    changed = course / "submitted" / "bob" / EXERCISE / f"{EXERCISE}.ipynb"
+    changed.write_text((template / "submitted" / "alice" / EXERCISE / changed.name).read_text())
+    code, err = finished(batch(course))  # bob resubmitted: only bob is graded again
+    assert code == 0, err
+    assert f"{len(STUDENTS) - 1} of {len(STUDENTS)} submissions are already graded" in err
+    latest = audit.read(course).latest()[(EXERCISE, "bob")]
+    assert latest["score"] == latest["max_score"]
+
+
+def descendants(pid: int) -> set[int]:
+    from autograder.sandbox.process import children_by_parent
+
+    tree, found, todo = children_by_parent(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    living = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                if handle.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    living.add(pid)
+        except FileNotFoundError:
+            pass
+    return living
+
+
+def test_killed_while_grading_leaves_no_process_and_a_clean_rerun(template, tmp_path):
+    course = copy_of(template, tmp_path, "grading")
+    process = batch(course)
+    scratch = course / ".attn-grade" / "scratch"
+    deadline = time.monotonic() + 120
+    tree: set[int] = set()
+    while time.monotonic() < deadline:  # both workers started, and sandboxes under them
+        tree = descendants(process.pid)
+        if len(list(scratch.glob("gradebook-*.db"))) >= 2 and len(tree) >= 4:
+            break
+        time.sleep(0.2)
+    assert len(tree) >= 4, tree
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate(timeout=60)
+    deadline = time.monotonic() + 20
+    while alive(tree) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(tree), "a worker or sandbox outlived the killed batch"
+    assert_consistent(course)
+    code, err = finished(batch(course))
+    assert code == 0, err
+    assert sorted(gradebook_rows(course)) == sorted(STUDENTS)
+    assert not any(scratch.iterdir()) if scratch.exists() else True
