@@ -10,8 +10,8 @@ def report(points):
         "isolation": "jail",
         "status": "ok",
         "checks": [
-            {"name": "test_a", "points": points, "max_points": 2.0},
-            {"name": "test_b", "points": 1.0, "max_points": 1.0},
+            {"name": "test_a", "passed": points > 0, "max_points": 2.0},
+            {"name": "test_b", "passed": True, "max_points": 1.0},
         ],
     }
 
@@ -20,7 +20,7 @@ def test_record_appends_and_reads_back(tmp_path):
     notebook = tmp_path / "submitted" / "alice" / "ex1" / "ex1.ipynb"
     notebook.parent.mkdir(parents=True)
     notebook.write_text("{}")
-    line = audit.record(report(2.0), course=tmp_path, notebook=notebook, student="alice", batch="b")
+    line = audit.record(report(2), course=tmp_path, notebook=notebook, student="alice", batch="b")
     audit.append(tmp_path, line)
     log = audit.read(tmp_path)
     assert log.torn == 0
@@ -35,11 +35,11 @@ def test_record_appends_and_reads_back(tmp_path):
 def test_torn_line_is_skipped_and_ended_before_next_append(tmp_path):
     notebook = tmp_path / "n.ipynb"
     notebook.write_text("{}")
-    first = audit.record(report(0.0), course=tmp_path, notebook=notebook, student="a", batch="b")
+    first = audit.record(report(0), course=tmp_path, notebook=notebook, student="a", batch="b")
     audit.append(tmp_path, first)
     with open(audit.log_path(tmp_path), "ab") as handle:
         handle.write(b'{"exercise": "ex1_numpy_attention", "stud')  # killed mid-write
-    second = audit.record(report(2.0), course=tmp_path, notebook=notebook, student="a", batch="c")
+    second = audit.record(report(2), course=tmp_path, notebook=notebook, student="a", batch="c")
     audit.append(tmp_path, second)
     log = audit.read(tmp_path)
     assert log.torn == 1

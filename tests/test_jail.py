@@ -244,3 +244,28 @@ def test_student_error_text_is_bounded():
         with pytest.raises(StudentError) as raised:
             submission.call("boom")
         assert len(str(raised.value)) < 2500
+
+
+def test_runtime_copies_of_killed_graders_are_swept(tmp_path, monkeypatch):
+    """A grader killed with SIGKILL leaves its runtime copy; the next grader removes it, and
+    never a live grader's copy or a stranger's file."""
+    import subprocess
+    import sys
+
+    from autograder.sandbox import process
+
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    gone = tmp_path / f"{process.RUNTIME_PREFIX}{dead.stdout.strip()}-abc"
+    live = tmp_path / f"{process.RUNTIME_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{process.RUNTIME_PREFIX}notapid-ghi"
+    for folder in (gone, live, other):
+        folder.mkdir()
+        (folder / "child.py").write_text("x")
+    process._sweep_runtime_roots(tmp_path)
+    assert not gone.exists()
+    assert live.exists() and other.exists()

@@ -180,9 +180,39 @@ def _spawn(command: list[str], **kwargs) -> subprocess.Popen:
     return _SPAWNER.submit(subprocess.Popen, command, **kwargs).result()
 
 
+RUNTIME_PREFIX = "attn-grade-runtime-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_runtime_roots(folder: Path) -> None:
+    """Remove the runtime copies of grading processes that were killed (atexit never ran):
+    ours (same owner, not a symlink) whose process is gone."""
+    for path in folder.glob(f"{RUNTIME_PREFIX}*-*"):
+        pid = path.name[len(RUNTIME_PREFIX) :].split("-", 1)[0]
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if not pid.isdigit() or info.st_uid != os.getuid() or path.is_symlink():
+            continue
+        if not _pid_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 @functools.cache
 def _jail_runtime_root() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="attn-grade-runtime-"))
+    folder = Path(tempfile.gettempdir())
+    _sweep_runtime_roots(folder)
+    root = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=folder))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     return root
 
