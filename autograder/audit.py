@@ -44,6 +44,12 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def check_points(report: dict) -> dict[str, float]:
+    """Check name -> points earned, from a report (GradeReport.to_dict() holds `passed` and
+    `max_points`; the earned points are a property it does not serialise)."""
+    return {c["name"]: c["max_points"] if c["passed"] else 0.0 for c in report.get("checks", [])}
+
+
 def record(
     report: dict,
     *,
@@ -65,7 +71,7 @@ def record(
         relative = str(notebook.resolve().relative_to(Path(course).resolve()))
     except ValueError:
         relative = str(notebook)
-    points = {c["name"]: c["max_points"] if c["passed"] else 0.0 for c in report.get("checks", [])}
+    points = check_points(report)
     return {
         "schema": SCHEMA,
         "recorded_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
