@@ -4,7 +4,8 @@ nbgrader grades `submitted/<student>/<exercise>/<exercise>.ipynb` only. A studen
 holds exactly one other notebook (`ex1_numpy_attention (1).ipynb`, `Copy of ...`) is graded
 from it: it is copied to the expected name (the original stays) and the table says so. Two or
 more candidates, notebooks outside an exercise folder or folders that are not exercises are
-not guessed at: they are listed, and `attn-grade autograde` exits 1.
+not guessed at: they are listed, and `attn-grade autograde` exits 1. `copy=False` (for
+`attn-grade regrade --diff`, which writes nothing) finds the misnamed notebook itself instead.
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ def _visible(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name not in KNOWN and p.name[0] != ".")
 
 
-def _exercise_folder(folder: Path, exercise: str, student: str, out: Accounting) -> None:
+def _exercise_folder(
+    folder: Path, exercise: str, student: str, out: Accounting, copy: bool = True
+) -> None:
     expected = folder / f"{exercise}.ipynb"
     others = [p for p in _visible(folder) if p != expected]
     notebooks = [p for p in others if p.suffix == ".ipynb"]
@@ -55,9 +58,10 @@ def _exercise_folder(folder: Path, exercise: str, student: str, out: Accounting)
             )
         out.found.append((exercise, student, expected))
     elif len(notebooks) == 1:
-        shutil.copyfile(notebooks[0], expected)
+        if copy:
+            shutil.copyfile(notebooks[0], expected)
         out.note(exercise, student, f"graded {notebooks[0].name!r} (misnamed)")
-        out.found.append((exercise, student, expected))
+        out.found.append((exercise, student, expected if copy else notebooks[0]))
     else:
         names = ", ".join(repr(p.name) for p in notebooks) or "none"
         out.problems.append(
@@ -69,8 +73,9 @@ def _exercise_folder(folder: Path, exercise: str, student: str, out: Accounting)
         out.note(exercise, student, f"other files: {', '.join(map(repr, extra))}")
 
 
-def account(course: Path, exercises: list[str]) -> Accounting:
-    """Every file under `course/submitted`, for the requested exercises."""
+def account(course: Path, exercises: list[str], copy: bool = True) -> Accounting:
+    """Every file under `course/submitted`, for the requested exercises; `copy=False` leaves
+    the course as it is (a misnamed notebook is found under its own name)."""
     out = Accounting()
     root = Path(course) / "submitted"
     if not root.is_dir():
@@ -82,7 +87,7 @@ def account(course: Path, exercises: list[str]) -> Accounting:
             continue
         for folder in _visible(student_dir):
             if folder.is_dir() and folder.name in exercises:
-                _exercise_folder(folder, folder.name, student, out)
+                _exercise_folder(folder, folder.name, student, out, copy)
             elif not folder.is_dir() or folder.name not in EXERCISES:
                 kind = "folder" if folder.is_dir() else "file"
                 out.problems.append(
