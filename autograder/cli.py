@@ -1,5 +1,5 @@
 """`attn-grade`: build the course, grade one notebook, autograde a course, report on it, run
-the demo."""
+the demo, verify grades from the audit log."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from autograder._speedups import skip_slow_optional_imports
-from autograder.errors import AttnGradeError
+from autograder.errors import AttnGradeError, UsageError
 from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
 from autograder.grading.text import clean_text
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
@@ -204,6 +204,72 @@ def add_ci_commands(commands) -> None:
 # --- end of issue 10 blocks ----------------------------------------------------------------
 
 
+# --- audit log commands (issue 11): verify, regrade --diff ----------------------------------
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from autograder.verify import verify_course
+
+    return verify_course(
+        Path(args.course),
+        _exercise_list(args.exercises),
+        student=args.student,
+        every=args.all,
+        workers=args.workers,
+    )
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from autograder.regrade import regrade_diff
+
+    if not args.diff:
+        raise UsageError(
+            "regrade only shows changes (--diff) and writes nothing; "
+            "`attn-grade autograde` regrades and writes the grades"
+        )
+    return regrade_diff(
+        Path(args.course),
+        _exercise_list(args.exercises) or list(EXERCISES),
+        workers=args.workers,
+        db_url=args.db,
+    )
+
+
+def add_audit_commands(commands, defaults: dict) -> None:
+    verify = commands.add_parser(
+        "verify", **defaults, help="regrade from the audit log and report any difference"
+    )
+    regrade = commands.add_parser(
+        "regrade", **defaults, help="after a check change, show each score change (--diff)"
+    )
+    for command in (verify, regrade):
+        command.add_argument("exercises", nargs="*", metavar="EXERCISE")
+        command.add_argument(
+            "--course",
+            default=str(DEFAULT_COURSE_DIR),
+            help="nbgrader course root, relative to the current directory",
+        )
+        command.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+        _isolation_option(command)
+    verify.add_argument("--student", help="only this student's records")
+    verify.add_argument(
+        "--all", action="store_true", help="every record, not only the latest per submission"
+    )
+    verify.set_defaults(run=cmd_verify)
+    regrade.add_argument(
+        "--diff",
+        action="store_true",
+        help="required: grade with the current checks and show old -> new; writes nothing",
+    )
+    regrade.add_argument(
+        "--db", help="gradebook as an SQLAlchemy URL, read for submissions without audit record"
+    )
+    regrade.set_defaults(run=cmd_regrade)
+
+
+# --- end of issue 11 blocks ----------------------------------------------------------------
+
+
 def cmd_autograde(args: argparse.Namespace) -> int:
     from autograder.nbgrader_bridge.batch import autograde_course
 
@@ -263,7 +329,7 @@ def _apply_isolation(args: argparse.Namespace) -> None:
     level = getattr(args, "isolation", None)
     if level and level != "auto":
         os.environ[ENVIRONMENT_VARIABLE] = level
-    if args.command in ("grade", "autograde", "demo", "gradescope-run"):
+    if args.command in ("grade", "autograde", "demo", "gradescope-run", "verify", "regrade"):
         isolation.choose()
 
 
@@ -379,6 +445,7 @@ def parser() -> argparse.ArgumentParser:
     _isolation_option(demo)
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)
+    add_audit_commands(commands, defaults)
     return main
 
 
