@@ -31,7 +31,8 @@ class Verdict:
 
     def line(self, every: bool, width: int = 0) -> str:
         record = self.record
-        who = f"{clean_text(record['student'], 80):<{width}}  {record['exercise']}"
+        student, exercise = clean_text(record["student"], 80), clean_text(record["exercise"], 80)
+        who = f"{student:<{width}}  {exercise}"
         if every:
             who += f"  {clean_text(record.get('recorded_at', '?'), 40)}"
         text = "DIFFERENT: " + "; ".join(self.differences) if self.differences else "same"
@@ -52,7 +53,7 @@ def select(log: audit.Log, exercises: list[str], student: str | None, every: boo
         if (not exercises or r["exercise"] in exercises) and student in (None, r["student"])
     ]
     order = {name: index for index, name in enumerate(EXERCISES)}
-    return sorted(chosen, key=lambda r: (order.get(r["exercise"], len(order)), r["student"]))
+    return sorted(chosen, key=lambda r: (order.get(r["exercise"], len(order)), str(r["student"])))
 
 
 def notebook_problem(course: Path, record: dict) -> str | None:

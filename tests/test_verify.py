@@ -19,6 +19,7 @@ from autograder import audit
 from autograder.build.course import tool_env
 from autograder.grading.runner import grade_notebook
 from autograder.mistakes import catalogue_for
+from autograder.versions import CHECKS_VERSION
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 EX = "ex1_numpy_attention"
@@ -130,7 +131,7 @@ def test_a_changed_grade_in_the_log_is_found_and_its_check_named(graded, tmp_pat
 
 def test_a_changed_notebook_is_reported_without_regrading(graded, tmp_path):
     _, records = graded
-    later = {**records["alice"], "batch": "second"}
+    later = {**records["alice"], "batch": "second", "checks_version": "2"}  # older checks
     lines = [records["alice"], later, missing(records["alice"], "carol")]
     course = course_with(tmp_path, graded, *lines, students=["alice"])
     notebook = with_student_cells(source_notebook(EX), "x = 1")
@@ -139,13 +140,16 @@ def test_a_changed_notebook_is_reported_without_regrading(graded, tmp_path):
         "verify", "--course", str(course), "--all", "--student", "alice", cwd=tmp_path
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    changed = done.stdout.splitlines()[:2]  # --all: both records of alice, and only hers
-    for line in changed:
-        assert line.startswith(f"alice  {EX}  {records['alice']['recorded_at']}  ")
-        assert line.endswith(
-            f"DIFFERENT: notebook changed (sha256 {records['alice']['notebook_sha256'][:12]} "
-            f"-> {audit.sha256_file(submitted(course, 'alice'))[:12]})"
-        )
+    first, second = done.stdout.splitlines()[:2]  # --all: both records of alice, only hers
+    changed = (
+        f"alice  {EX}  {records['alice']['recorded_at']}  DIFFERENT: notebook changed (sha256 "
+        f"{records['alice']['notebook_sha256'][:12]} "
+        f"-> {audit.sha256_file(submitted(course, 'alice'))[:12]})"
+    )
+    assert first == changed
+    assert second == f"{changed} (since the record: checks_version 2 -> {CHECKS_VERSION}; " + (
+        "this may explain it)"
+    )
     assert "verified 2 record(s): 0 same, 2 different" in done.stdout
     assert "carol" not in done.stdout
 
