@@ -84,11 +84,12 @@ def points(value: float | None) -> str:
 
 
 def check_changes(old: dict[str, float], new: dict[str, float]) -> list[str]:
-    """`name old -> new` for every check whose points differ (a check only on one side shows
-    `-` on the other)."""
+    """`name old -> new` for every check whose points differ. A check on one side only (shown
+    `-` on the other) counts as 0 there: the batch records a notebook nbgrader cannot open
+    with no checks, and its regrade fails every check."""
     changes = []
     for name in [*old, *(n for n in new if n not in old)]:
         before, after = old.get(name), new.get(name)
-        if before is None or after is None or not math.isclose(before, after, abs_tol=1e-9):
+        if not math.isclose(before or 0.0, after or 0.0, abs_tol=1e-9):
             changes.append(f"{clean_text(name, 120)} {points(before)} -> {points(after)}")
     return changes

@@ -93,11 +93,19 @@ def test_records_hold_the_points_of_a_real_report(graded):
 def test_a_log_of_the_reference_and_a_mistake_reproduces(graded, tmp_path):
     _, records = graded
     course = course_with(tmp_path, graded, records["alice"], records["bob"])
+    carol = submitted(course, "carol")  # not JSON: the batch records it without any check
+    carol.parent.mkdir(parents=True)
+    carol.write_text("not a notebook")
+    unreadable = {"exercise": EX, "seed": None, "status": "invalid_notebook", "checks": []}
+    audit.append(
+        course, audit.record(unreadable, course=course, notebook=carol, student="carol", batch="b")
+    )
     done = attn_grade("verify", "--course", str(course), "ex1", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert line_of(done.stdout, "alice") == f"alice  {EX}  same"
     assert line_of(done.stdout, "bob") == f"bob  {EX}  same"
-    assert "verified 2 record(s): 2 same, 0 different" in done.stdout
+    assert line_of(done.stdout, "carol").startswith(f"carol  {EX}  same")
+    assert "verified 3 record(s): 3 same, 0 different" in done.stdout
     assert "warning" not in done.stderr
 
 
