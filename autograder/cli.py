@@ -10,20 +10,18 @@ import sys
 from pathlib import Path
 
 from autograder._speedups import skip_slow_optional_imports
-from autograder.errors import AttnGradeError, UsageError
+from autograder.cli_audit import add_audit_commands
+from autograder.cli_ci import add_ci_commands, add_ci_grade_options, ci_outputs
+from autograder.cli_common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    exercise_list,
+    isolation_option,
+)
+from autograder.errors import AttnGradeError
 from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
 from autograder.grading.text import clean_text
-from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
-
-EXIT_USAGE = 2
-EXIT_INTERNAL = 3
-EXIT_BELOW_THRESHOLD = 1  # `grade --fail-under`
-
-
-def _exercise_list(names: list[str]) -> list[str]:
-    from autograder.exercises import resolve
-
-    return [resolve(name) for name in names]
+from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -31,7 +29,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     built = build_course(
         Path(args.course),
-        _exercise_list(args.exercises) or None,
+        exercise_list(args.exercises) or None,
         lang=args.lang,
         release=not args.no_release,
         exchange_root=args.exchange,
@@ -74,200 +72,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
         print("\n".join(environment_lines(runner_results(report))))
     else:
         print(format_report(report))
-    return _ci_outputs(args, report)
-
-
-# --- CI outputs of `grade` (issue 10): JUnit XML and a red/green exit status -------------
-
-
-def _ci_outputs(args: argparse.Namespace, report) -> int:
-    """Write --junit-xml; exit 1 when the score is below --fail-under, else 0."""
-    if args.junit_xml:
-        from autograder.ci.junit import write_junit
-
-        write_junit(report, args.junit_xml)
-    if args.fail_under is not None and report.score < args.fail_under:
-        print(
-            f"attn-grade grade: score {report.score:g} is below --fail-under {args.fail_under:g}",
-            file=sys.stderr,
-        )
-        return EXIT_BELOW_THRESHOLD
-    return 0
-
-
-def add_ci_grade_options(grade: argparse.ArgumentParser) -> None:
-    grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML here")
-    grade.add_argument(
-        "--fail-under",
-        type=float,
-        metavar="POINTS",
-        help="exit 1 when the auto-graded score is below POINTS (a red CI job)",
-    )
-
-
-# --- GitHub Classroom and Gradescope commands (issue 10) ----------------------------------
-
-
-def cmd_classroom_init(args: argparse.Namespace) -> int:
-    from autograder.ci.classroom_repos import init_repo
-
-    for path in init_repo(args.exercise, Path(args.dir), lang=args.lang):
-        print(path)
-    return 0
-
-
-def cmd_classroom_collect(args: argparse.Namespace) -> int:
-    from autograder.ci.classroom_repos import CollectError, collect, read_roster
-
-    try:
-        roster = read_roster(Path(args.roster))
-    except (OSError, CollectError) as error:
-        print(f"attn-grade classroom collect: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    outcome = collect(roster, args.exercise, Path(args.course))
-    for student, what in outcome.items():
-        print(f"{student}: {what}")
-    return 0
-
-
-def cmd_classroom_feedback(args: argparse.Namespace) -> int:
-    from autograder.ci.classroom_repos import CollectError, push_feedback, read_roster
-
-    try:
-        outcome = push_feedback(read_roster(Path(args.roster)), args.exercise, Path(args.course))
-    except (OSError, CollectError) as error:
-        print(f"attn-grade classroom feedback: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    for student, what in outcome.items():
-        print(f"{student}: {what}")
-    return 0
-
-
-def cmd_gradescope(args: argparse.Namespace) -> int:
-    from autograder.ci.gradescope import build_bundle
-    from autograder.ci.wheel import WheelError, wheel_for_bundle
-
-    try:
-        with wheel_for_bundle(Path(args.wheel) if args.wheel else None) as wheel:
-            print(build_bundle(args.exercise, Path(args.out), wheel, args.visibility))
-    except WheelError as error:
-        print(f"attn-grade gradescope: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    return 0
-
-
-def cmd_gradescope_run(args: argparse.Namespace) -> int:
-    from autograder.ci.gradescope import run
-
-    results = run(Path(args.root) if args.root else None)
-    print(f"{results['score']:g} / {sum(t['max_score'] for t in results['tests']):g}")
-    return 0
-
-
-def add_ci_commands(commands) -> None:
-    classroom = commands.add_parser("classroom", help="GitHub Classroom: student repos, collect")
-    steps = classroom.add_subparsers(dest="step", required=True)
-    init = steps.add_parser("init", help="write a student repo template (visible checks only)")
-    init.add_argument("exercise", metavar="EXERCISE")
-    init.add_argument("dir", metavar="DIR")
-    init.add_argument("--lang", choices=("en", "ko"), default="en")
-    init.set_defaults(run=cmd_classroom_init)
-    for name, run, text in (
-        ("collect", cmd_classroom_collect, "clone/fetch student repos into submitted/"),
-        ("feedback", cmd_classroom_feedback, "push feedback HTML to each repo's feedback branch"),
-    ):
-        step = steps.add_parser(name, help=text)
-        step.add_argument("exercise", metavar="EXERCISE")
-        step.add_argument("--roster", required=True, help="CSV: student,git-url per line")
-        step.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
-        step.set_defaults(run=run)
-
-    gradescope = commands.add_parser("gradescope", help="build a Gradescope autograder zip")
-    gradescope.add_argument("exercise", metavar="EXERCISE")
-    gradescope.add_argument("--out", default="autograder.zip")
-    gradescope.add_argument("--wheel", help="attn-grade wheel to bundle (default: build it)")
-    gradescope.add_argument(
-        "--visibility",
-        default="visible",
-        choices=("visible", "hidden", "after_due_date", "after_published"),
-        help="visibility of the hidden checks' results to students",
-    )
-    gradescope.set_defaults(run=cmd_gradescope)
-    inside = commands.add_parser(
-        "gradescope-run", help="(inside Gradescope) grade and write results"
-    )
-    inside.add_argument("--root", help="default: $ATTN_GRADE_AUTOGRADER_ROOT or /autograder")
-    _isolation_option(inside)
-    inside.set_defaults(run=cmd_gradescope_run)
-
-
-# --- end of issue 10 blocks ----------------------------------------------------------------
-
-
-# --- audit log commands (issue 11): verify, regrade --diff ----------------------------------
-
-
-def cmd_verify(args: argparse.Namespace) -> int:
-    from autograder.verify import verify_course
-
-    return verify_course(
-        Path(args.course),
-        _exercise_list(args.exercises),
-        student=args.student,
-        every=args.all,
-        workers=args.workers,
-    )
-
-
-def cmd_regrade(args: argparse.Namespace) -> int:
-    from autograder.regrade import regrade_diff
-
-    if not args.diff:
-        raise UsageError(
-            "regrade only shows changes (--diff) and writes nothing; "
-            "`attn-grade autograde` regrades and writes the grades"
-        )
-    return regrade_diff(
-        Path(args.course),
-        _exercise_list(args.exercises) or list(EXERCISES),
-        workers=args.workers,
-        db_url=args.db,
-    )
-
-
-def add_audit_commands(commands, defaults: dict) -> None:
-    verify = commands.add_parser(
-        "verify", **defaults, help="regrade from the audit log and report any difference"
-    )
-    regrade = commands.add_parser(
-        "regrade", **defaults, help="after a check change, show each score change (--diff)"
-    )
-    for command in (verify, regrade):
-        command.add_argument("exercises", nargs="*", metavar="EXERCISE")
-        command.add_argument(
-            "--course",
-            default=str(DEFAULT_COURSE_DIR),
-            help="nbgrader course root, relative to the current directory",
-        )
-        command.add_argument("--workers", type=int, default=2, help="parallel grading processes")
-        _isolation_option(command)
-    verify.add_argument("--student", help="only this student's records")
-    verify.add_argument(
-        "--all", action="store_true", help="every record, not only the latest per submission"
-    )
-    verify.set_defaults(run=cmd_verify)
-    regrade.add_argument(
-        "--diff",
-        action="store_true",
-        help="required: grade with the current checks and show old -> new; writes nothing",
-    )
-    regrade.add_argument(
-        "--db", help="gradebook as an SQLAlchemy URL, read for submissions without audit record"
-    )
-    regrade.set_defaults(run=cmd_regrade)
-
-
-# --- end of issue 11 blocks ----------------------------------------------------------------
+    return ci_outputs(args, report)
 
 
 def cmd_autograde(args: argparse.Namespace) -> int:
@@ -275,7 +80,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
 
     return autograde_course(
         Path(args.course),
-        _exercise_list(args.exercises) or list(EXERCISES),
+        exercise_list(args.exercises) or list(EXERCISES),
         workers=args.workers,
         db_url=args.db,
         scheduler=args.scheduler,
@@ -301,7 +106,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from autograder.nbgrader_bridge.demo import run_demo
 
     return run_demo(
-        Path(args.course), workers=args.workers, exercises=_exercise_list(args.exercises) or None
+        Path(args.course), workers=args.workers, exercises=exercise_list(args.exercises) or None
     )
 
 
@@ -309,16 +114,6 @@ def _version_text() -> str:
     from autograder.versions import CHECKS_VERSION, grader_version
 
     return f"attn-grade {grader_version()} (checks {CHECKS_VERSION})"
-
-
-def _isolation_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument(
-        "--isolation",
-        choices=("auto", *LEVELS),
-        help="sandbox isolation level (default: auto, the strongest the host offers; grading "
-        "is refused when that cannot hide the hidden checks, unless a level is chosen "
-        f"explicitly). Also ${ENVIRONMENT_VARIABLE}.",
-    )
 
 
 def _apply_isolation(args: argparse.Namespace) -> None:
@@ -390,7 +185,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument(
         "--seed", type=int, help="base seed (from a results file) to regrade exactly"
     )
-    _isolation_option(grade)
+    isolation_option(grade)
     add_ci_grade_options(grade)
     grade.set_defaults(run=cmd_grade)
 
@@ -420,7 +215,7 @@ def parser() -> argparse.ArgumentParser:
         help="regrade every submission, even those the audit log shows graded from the same "
         "notebook, checks, grader and isolation level",
     )
-    _isolation_option(autograde)
+    isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)
 
     report = commands.add_parser(
@@ -442,7 +237,7 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
     demo.add_argument("--course", default="demo-course", help="where to build the demo course")
     demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")
-    _isolation_option(demo)
+    isolation_option(demo)
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)
     add_audit_commands(commands, defaults)

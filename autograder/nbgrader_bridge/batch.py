@@ -339,6 +339,7 @@ def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
     rows = write_item_analysis(reports, course / "item_analysis.csv")
     print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
     print(format_items(rows))
+    print(f"\naudit log: {audit.log_path(course)} (`attn-grade verify` regrades from it)")
     failed = [item for item in submissions if "worker failed" in (notes[_key(item)] or "")]
     if accounting.problems:
         print(f"submissions not graded: {len(accounting.problems)} (listed above)")
