@@ -137,3 +137,20 @@ def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
     _header, mallory, alice = score_table(api, batch, notes).splitlines()
     assert mallory.startswith("mallory") and mallory.endswith("status tampered")
     assert "status" not in alice
+
+
+def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path, capsys):
+    from concurrent.futures import Future
+
+    from autograder.nbgrader_bridge.batch import Batch, Progress, Submitted, table_notes
+
+    batch = Batch(api=None, course=tmp_path, level="jail")
+    items = [Submitted(EXERCISE, s, tmp_path / f"{s}.ipynb") for s in ("alice", "worker failed")]
+    failing, fine = Future(), Future()
+    failing.set_exception(RuntimeError("boom"))
+    fine.set_exception(KeyError("other"))
+    batch._collect({failing: items[0], fine: items[1]}, Progress(2, "test"), block=True)
+    assert all(batch.outcomes[item].failed for item in items)
+    notes = table_notes(items, {}, batch.outcomes)
+    assert notes[(EXERCISE, "alice")] == "worker failed (RuntimeError)"
+    assert "2/2" in capsys.readouterr().err

@@ -50,6 +50,7 @@ class Outcome:
     reason: str | None = None  # why it was not graded, if it was not
     report: dict | None = None
     skipped: bool = False  # up to date: graded by an earlier batch
+    failed: bool = False  # the worker died: not graded, the batch exits 1
 
 
 def find_submissions(course: Path, exercises: list[str]):
@@ -220,7 +221,8 @@ class Batch:
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 - the worker died: say so, go on
-                self.outcomes[item] = Outcome(reason=f"worker failed ({type(error).__name__})")
+                reason = f"worker failed ({type(error).__name__})"
+                self.outcomes[item] = Outcome(reason=reason, failed=True)
                 progress.step(f"{item.student}/{item.exercise}: worker failed")
                 continue
             self.finish(item, result, progress)
@@ -340,7 +342,7 @@ def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
     print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
     print(format_items(rows))
     print(f"\naudit log: {audit.log_path(course)} (`attn-grade verify` regrades from it)")
-    failed = [item for item in submissions if "worker failed" in (notes[_key(item)] or "")]
+    failed = [item for item in submissions if item not in outcomes or outcomes[item].failed]
     if accounting.problems:
         print(f"submissions not graded: {len(accounting.problems)} (listed above)")
     if failed:
