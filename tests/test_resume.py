@@ -176,3 +176,38 @@ def test_killed_while_grading_leaves_no_process_and_a_clean_rerun(template, tmp_
     assert code == 0, err
     assert sorted(gradebook_rows(course)) == sorted(STUDENTS)
     assert not any(scratch.iterdir()) if scratch.exists() else True
+
+
+def test_forced_regrade_keeps_hand_grades_under_review(template, tmp_path):
+    """nbgrader's rule, kept by the merge: a grade given by hand survives a re-autograde and
+    stays flagged for review; auto scores come out the same."""
+    from nbgrader.api import Gradebook
+
+    course = copy_of(template, tmp_path, "manual")
+    code, err = finished(batch(course, "--workers", "1"))
+    assert code == 0, err
+    before = gradebook_rows(course)
+    url = f"sqlite:///{course / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        notebook = gradebook.find_submission_notebook(EXERCISE, EXERCISE, "alice")
+        code_grade = next(g for g in notebook.grades if g.cell.cell_type == "code")
+        code_grade.manual_score, name = 0.5, code_grade.name
+        gradebook.db.commit()
+    code, err = finished(batch(course, "--force"))
+    assert code == 0, err
+    assert "already graded" not in err
+    with Gradebook(url) as gradebook:
+        notebook = gradebook.find_submission_notebook(EXERCISE, EXERCISE, "alice")
+        grade = next(g for g in notebook.grades if g.name == name)
+        assert grade.manual_score == 0.5 and grade.needs_manual_grade
+    after = gradebook_rows(course)
+    changed = {
+        student: [row for row in after[student] if row not in before[student]]
+        for student in STUDENTS
+    }
+    assert changed == {
+        "alice": [(name, "code", grade.auto_score, True)],
+        "bob": [],
+        "carol": [],
+        "dave": [],
+    }
