@@ -146,3 +146,17 @@ def read(course: Path) -> Log:
                 continue
             log.records.append(line)
     return log
+
+
+def read_warning(course: Path, command: str) -> Log:
+    """The log, with a warning on stderr when some lines are not whole records."""
+    import sys
+
+    log = read(course)
+    if log.torn:
+        print(
+            f"attn-grade {command}: warning: {log.torn} line(s) of {FILE_NAME} are not whole "
+            "records (cut short by a kill, or edited) and were skipped",
+            file=sys.stderr,
+        )
+    return log

@@ -15,6 +15,7 @@ from autograder.cli_ci import add_ci_commands, add_ci_grade_options, ci_outputs
 from autograder.cli_common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
+    course_batch_options,
     exercise_list,
     isolation_option,
 )
@@ -192,13 +193,7 @@ def parser() -> argparse.ArgumentParser:
     autograde = commands.add_parser(
         "autograde", **defaults, help="autograde submitted notebooks of a course"
     )
-    autograde.add_argument("exercises", nargs="*", metavar="EXERCISE")
-    autograde.add_argument(
-        "--course",
-        default=str(DEFAULT_COURSE_DIR),
-        help="nbgrader course root, relative to the current directory",
-    )
-    autograde.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+    course_batch_options(autograde)
     autograde.add_argument(
         "--db",
         help="gradebook as an SQLAlchemy URL (default: the course's nbgrader_config.py, else "

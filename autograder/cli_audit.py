@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autograder.cli_common import exercise_list, isolation_option
+from autograder.cli_common import course_batch_options, exercise_list, isolation_option
 from autograder.errors import UsageError
-from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
+from autograder.exercises import EXERCISES
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -46,13 +46,7 @@ def add_audit_commands(commands, defaults: dict) -> None:
         "regrade", **defaults, help="after a check change, show each score change (--diff)"
     )
     for command in (verify, regrade):
-        command.add_argument("exercises", nargs="*", metavar="EXERCISE")
-        command.add_argument(
-            "--course",
-            default=str(DEFAULT_COURSE_DIR),
-            help="nbgrader course root, relative to the current directory",
-        )
-        command.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+        course_batch_options(command)
         isolation_option(command)
     verify.add_argument("--student", help="only this student's records")
     verify.add_argument(

@@ -25,3 +25,16 @@ def isolation_option(command: argparse.ArgumentParser) -> None:
         "is refused when that cannot hide the hidden checks, unless a level is chosen "
         f"explicitly). Also ${ENVIRONMENT_VARIABLE}.",
     )
+
+
+def course_batch_options(command: argparse.ArgumentParser) -> None:
+    """EXERCISE..., --course and --workers: what every command over a course's batch takes."""
+    from autograder.exercises import DEFAULT_COURSE_DIR
+
+    command.add_argument("exercises", nargs="*", metavar="EXERCISE")
+    command.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    command.add_argument("--workers", type=int, default=2, help="parallel grading processes")

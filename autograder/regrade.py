@@ -61,13 +61,7 @@ def gradebook_scores(course: Path, db_url: str | None, keys: list[tuple[str, str
 
 
 def recorded(course: Path, found: list, db_url: str | None) -> dict[tuple[str, str], Before]:
-    log = audit.read(course)
-    if log.torn:
-        print(
-            f"attn-grade regrade: warning: {log.torn} line(s) of {audit.FILE_NAME} are not "
-            "whole records and were skipped",
-            file=sys.stderr,
-        )
+    log = audit.read_warning(course, "regrade")
     latest = log.latest()
     before = {}
     for exercise, student, _ in found:

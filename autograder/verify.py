@@ -10,7 +10,6 @@ difference may come from that rather than from a changed grade.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -128,13 +127,7 @@ def verify_course(
         raise UsageError(
             f"no audit log at {audit.log_path(course)} (it is written by `attn-grade autograde`)"
         )
-    log = audit.read(course)
-    if log.torn:
-        print(
-            f"attn-grade verify: warning: {log.torn} line(s) of {audit.FILE_NAME} are not whole "
-            "records (cut short by a kill, or edited) and were skipped",
-            file=sys.stderr,
-        )
+    log = audit.read_warning(course, "verify")
     records = select(log, exercises or [], student, every)
     if not records:
         raise UsageError(f"no audit record matches in {audit.log_path(course)}")
