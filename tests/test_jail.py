@@ -183,6 +183,50 @@ def test_background_processes_do_not_outlive_their_request():
         assert submission.call("alive") == 0
 
 
+HEADLESS = """
+import os, platform, subprocess, sys, time
+EXIT_THREAD = {"x86_64": 60, "aarch64": 93}[platform.machine()]  # SYS_exit: this thread only
+CODE = (
+    "import ctypes, threading, time\\n"
+    "threading.Thread(target=time.sleep, args=(600,)).start()\\n"
+    f"ctypes.CDLL(None).syscall({EXIT_THREAD}, 0)\\n"
+)
+def states(pid):
+    found = []
+    for task in sorted(os.listdir(f"/proc/{pid}/task")) if os.path.exists(f"/proc/{pid}") else ():
+        try:
+            found.append(open(f"/proc/{pid}/task/{task}/stat").read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            pass
+    return found
+def zombies_and_headless():
+    done = subprocess.Popen([sys.executable, "-c", "pass"])  # never waited for: a zombie
+    headless = subprocess.Popen([sys.executable, "-c", CODE])
+    for _ in range(100):
+        time.sleep(0.1)
+        if states(done.pid) == ["Z"] and states(headless.pid)[:1] == ["Z"]:
+            break
+    return done.pid, headless.pid, states(done.pid), states(headless.pid)
+def live_tasks(pid):
+    return [state for state in states(pid) if state not in ("Z", "X")]
+"""
+
+
+def live_tasks_of(states: list[str]) -> list[str]:
+    return [state for state in states if state not in ("Z", "X")]
+
+
+def test_a_zombie_leader_with_running_threads_is_killed_with_its_request():
+    """The reap passes over zombies (they are dead already), but not over a process whose
+    main thread exited while its other threads run: /proc shows its leader as a zombie."""
+    with Submission([ProgramCell("cell 1", HEADLESS)]) as submission:
+        zombie, headless, zombie_states, headless_states = submission.call("zombies_and_headless")
+        assert zombie_states == ["Z"]
+        assert headless_states[0] == "Z" and live_tasks_of(headless_states), headless_states
+        assert submission.call("live_tasks", headless) == []
+        assert submission.call("live_tasks", zombie) == []
+
+
 @needs_cgroups
 def test_one_cgroup_limits_all_processes_of_a_submission():
     limits = Limits(group_memory_bytes=256 << 20, group_processes=32)

@@ -196,11 +196,35 @@ def reap() -> dict[int, int]:
         EXITED[pid] = status
 
 
+def _dead(pid: int) -> bool:
+    """Whether every thread of `pid` has exited (a zombie not yet waited for, or gone). A
+    zombie thread-group leader whose other threads still run is not dead."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # that thread is gone
+        except (OSError, IndexError):
+            return False
+        if state not in (b"Z", b"X"):
+            return False
+    return True
+
+
 def kill_tree(me: int, keep: int | None = None) -> int:
-    """SIGKILL all descendants (but `keep`) until none is left; returns how many were killed."""
+    """SIGKILL all descendants (but `keep`) until none is left; returns how many were killed.
+    Zombies are dead already: children of the kept child stay zombies until it waits for them
+    (it may never), and counting them would spin this loop to its end on every reap."""
     killed = 0
     for _ in range(200):
-        pids = [pid for pid in descendants(me) if pid != keep]
+        pids = [pid for pid in descendants(me) if pid != keep and not _dead(pid)]
         if not pids:
             break
         for pid in pids:
