@@ -13,6 +13,15 @@ EXERCISES: tuple[str, ...] = (
     "ex4_gqa_analysis",
     "ex5_causal_mask",
 )
+# Seconds one grading of the reference takes (README "Grading", quiet 2-core machine): batches
+# hand out the longest first, so that no slow notebook starts last while other workers idle.
+GRADING_SECONDS = {
+    "ex1_numpy_attention": 3.0,
+    "ex2_attention_heatmap": 4.1,
+    "ex3_transformer_classifier": 6.1,
+    "ex4_gqa_analysis": 3.1,
+    "ex5_causal_mask": 4.3,
+}
 AUTO_POINTS = 8.0
 MANUAL_POINTS = 2.0
 PACKAGE_DIR = Path(__file__).resolve().parent

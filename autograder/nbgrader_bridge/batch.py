@@ -28,7 +28,7 @@ from pathlib import Path
 
 from autograder import audit, faults
 from autograder.errors import UsageError
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, GRADING_SECONDS
 from autograder.nbgrader_bridge import scratch
 from autograder.nbgrader_bridge.course_api import CourseError, nbgrader_api
 from autograder.nbgrader_bridge.item_analysis import format_items, write_item_analysis
@@ -320,7 +320,8 @@ def autograde_course(
                 f"{len(pending)} (--force regrades all)",
                 file=sys.stderr,
             )
-        if pending:
+        if pending:  # longest first: a slow notebook started last keeps the batch waiting
+            pending.sort(key=lambda item: -GRADING_SECONDS.get(item.exercise, 0.0))
             batch.run(pending, workers, state, scheduler)
     return summarize(api, course, submissions, accounting, batch.outcomes)
 
