@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import logging
 import os
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +31,10 @@ from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 
 log = logging.getLogger("attn_grade")
+# pytest runs the checks in-process and the isolation level is read from the environment:
+# gradings in threads of one process (a Dask worker with several threads, a library caller)
+# wait for each other rather than share them. Reentrant: a grading may grade nothing else.
+GRADING_LOCK = threading.RLock()
 
 
 def choose_exercise(path: Path, notebook: dict | None, requested: str | None) -> str:
@@ -122,7 +127,32 @@ def grade_loaded(
     demos: bool = False,
 ) -> GradeReport:
     """Grade a loaded program; with a `reason`, every check fails with that reason. With
-    `demos`, the demo cells then run in a fresh sandbox and their outputs go in `displays`."""
+    `demos`, the demo cells then run after the checks and their outputs go in `displays`.
+    One grading at a time per process (GRADING_LOCK)."""
+    with GRADING_LOCK:
+        return _grade_loaded(
+            loaded,
+            reason=reason,
+            student=student,
+            seed=seed,
+            limits=limits,
+            budget=budget,
+            only=only,
+            demos=demos,
+        )
+
+
+def _grade_loaded(
+    loaded: LoadedNotebook,
+    *,
+    reason: str | None,
+    student: str,
+    seed: int | None,
+    limits: Limits | None,
+    budget: Budget | None,
+    only: list[str] | None,
+    demos: bool,
+) -> GradeReport:
     started = time.monotonic()
     exercise = loaded.exercise
     base_seed = seed if seed is not None else submission_seed(exercise, student, loaded.program)

@@ -26,6 +26,7 @@ def grade_on_worker(
     exercise: str, student: str, notebook: bytes, level: str, checks_sha256: str
 ) -> tuple[str | None, dict | None, str]:
     """A Dask task: grade one notebook given as bytes, at the batch's isolation level."""
+    from autograder.grading.runner import GRADING_LOCK
     from autograder.nbgrader_bridge.recorder import grade_file
     from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
     from autograder.versions import checks_digest
@@ -35,8 +36,10 @@ def grade_on_worker(
             f"this worker's checks ({checks_digest()[:12]}) are not the batch's "
             f"({checks_sha256[:12]}): install the same attn-grade on every worker"
         )
-    os.environ[ENVIRONMENT_VARIABLE] = level
-    with tempfile.TemporaryDirectory(prefix="attn-grade-task-") as folder:
+    # a worker started with several threads runs tasks side by side: the level (process-wide)
+    # and the grading are taken one task at a time (see runner.GRADING_LOCK)
+    with GRADING_LOCK, tempfile.TemporaryDirectory(prefix="attn-grade-task-") as folder:
+        os.environ[ENVIRONMENT_VARIABLE] = level
         path = Path(folder) / f"{exercise}.ipynb"
         path.write_bytes(notebook)
         return grade_file(exercise, student, str(path))

@@ -5,6 +5,12 @@ uses at the same time: they cannot signal or trace the grader or another submiss
 files that are not world-readable, and RLIMIT_NPROC counts one submission only. A slot is held
 with an flock on a file in a root-only directory for the sandbox's lifetime, so concurrent
 graders (batch workers are separate processes) never share a uid.
+
+The slots live in one fixed, root-owned directory (never under $TMPDIR: two graders with
+different temporary directories would otherwise hand out the same uid, and one's teardown
+would kill the other's sandbox). A uid is swept when it is taken: a process left running
+under it (a grader killed with SIGKILL frees its slot at once) is killed before the uid is
+handed to the next submission, so it can never signal or trace that submission.
 """
 
 from __future__ import annotations
@@ -12,12 +18,16 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
-import tempfile
+import signal
+import stat
+import time
 from pathlib import Path
 
 FIRST_UID = 1_900_000_000
 SLOTS = 4096
-LOCKS = Path(tempfile.gettempdir()) / "attn-grade-uids"
+# /run is root's tmpfs on every systemd (and most other) Linux hosts; /tmp is the fallback
+LOCK_PARENTS = (Path("/run"), Path("/tmp"))
+LOCK_NAME = "attn-grade-uids"
 
 
 class SandboxUid:
@@ -45,21 +55,74 @@ def _unused(uid: int) -> bool:
     return False
 
 
+def lock_directory() -> Path:
+    """The directory of the slot locks: root's own, mode 0700, not a symlink (a directory
+    someone else made there could hand out a uid twice); RuntimeError if none can be had."""
+    problems = []
+    for parent in LOCK_PARENTS:
+        folder = parent / LOCK_NAME
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            problems.append(f"{folder}: {error.strerror}")
+            continue
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            problems.append(f"{folder} is not a directory of uid {os.geteuid()}")
+            continue
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(folder, 0o700)
+        return folder
+    raise RuntimeError("no directory for the sandbox uid locks: " + "; ".join(problems))
+
+
+def processes_of(uid: int) -> list[int]:
+    """The pids of the processes running as `uid` (by their /proc entry's owner)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def kill_processes_of(uid: int) -> None:
+    """SIGKILL every process running as `uid` (a sandbox uid: no one else has it)."""
+    for _ in range(50):
+        found = processes_of(uid)
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
 def acquire() -> SandboxUid:
-    """Hold a free sandbox uid. Needs root; RuntimeError when every slot is taken."""
-    LOCKS.mkdir(mode=0o700, exist_ok=True)
-    os.chmod(LOCKS, 0o700)
+    """Hold a free sandbox uid, with no process left running under it. Needs root;
+    RuntimeError when every slot is taken."""
+    locks = lock_directory()
     start = os.getpid() % SLOTS
     for offset in range(SLOTS):
         slot = (start + offset) % SLOTS
         uid = FIRST_UID + slot
         if not _unused(uid):
             continue
-        fd = os.open(LOCKS / str(slot), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            locks / str(slot), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600
+        )
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
+        kill_processes_of(uid)  # left by a grader that died with its sandbox running
         return SandboxUid(uid, fd)
     raise RuntimeError("no free sandbox uid")

@@ -45,10 +45,18 @@ def _adopt_orphans() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
+# The supervisors of every sandbox this process has running: a sandbox's close() kills the
+# children it adopted, never a neighbour's supervisor (two sandboxes in one process: a Dask
+# worker with several threads, a test).
+_RUNNING: set[int] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
 def _kill_adopted(known: set[int]) -> None:
     """Kill and reap this process's children that it did not start (adopted orphans)."""
     for _ in range(50):
-        strays = _my_children() - known
+        with _RUNNING_LOCK:
+            strays = _my_children() - known - _RUNNING
         if not strays:
             return
         for pid in strays:
@@ -61,28 +69,6 @@ def _kill_adopted(known: set[int]) -> None:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
-
-
-def _kill_uid(uid: int) -> None:
-    """SIGKILL every process running as `uid` (a sandbox uid: no one else has it)."""
-    for _ in range(50):
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    found.append(int(entry))
-            except OSError:
-                continue
-        if not found:
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.01)
 
 
 def remove_tree(path: Path) -> None:
@@ -346,6 +332,7 @@ class Sandbox:
             ),
         }
         _adopt_orphans()
+        _RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
         self._known_children = _my_children()
         try:
             self.process = _spawn(
@@ -358,7 +345,9 @@ class Sandbox:
                 cwd=self.workdir or "/",
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
             )
+            _RUNNING.add(self.process.pid)
         finally:
+            _RUNNING_LOCK.release()
             for fd in (request_read, response_write, output_write, *file_fds):
                 os.close(fd)
         self._known_children.add(self.process.pid)
@@ -503,11 +492,14 @@ class Sandbox:
         if self._known_children is not None:
             _kill_adopted(self._known_children)
             self._known_children = None
+        if self.process is not None:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(self.process.pid)
         if self._group is not None:
             self._group.remove()
             self._group = None
         if self._uid is not None:
-            _kill_uid(self._uid.uid)
+            identity.kill_processes_of(self._uid.uid)
             self._uid.release()
             self._uid = None
         if self.workdir is not None:
