@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -109,9 +108,9 @@ def test_a_uid_is_handed_out_with_nothing_running_under_it():
     slot = os.getpid() % identity.SLOTS  # where acquire() starts looking, for this process
     uid = identity.FIRST_UID + slot
     script = (
-        "import os, time; os.setgroups([]); os.setresgid({0}, {0}, {0}); "
-        "os.setresuid({0}, {0}, {0}); print('ready', flush=True); time.sleep(300)"
-    ).format(uid)
+        f"import os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); "
+        f"os.setresuid({uid}, {uid}, {uid}); print('ready', flush=True); time.sleep(300)"
+    )
     leftover = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert leftover.stdout.readline().strip() == "ready"
@@ -132,10 +131,10 @@ def test_a_uid_is_handed_out_with_nothing_running_under_it():
 def test_two_gradings_in_threads_of_one_process_equal_serial_ones(tmp_path):
     """What a Dask worker started with several threads does: the gradings of one process are
     taken one at a time, and each equals the same grading done alone."""
-    from autograder.nbgrader_bridge.dask_grading import grade_on_worker
-    from autograder.versions import checks_digest
     import nbformat
 
+    from autograder.nbgrader_bridge.dask_grading import grade_on_worker
+    from autograder.versions import checks_digest
     from tests.conftest import source_notebook
 
     exercise = "ex4_gqa_analysis"
