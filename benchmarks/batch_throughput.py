@@ -10,6 +10,11 @@ audit log, so nothing is skipped as up to date):
 
     python benchmarks/batch_throughput.py [--dir /tmp/attn-batch] [--repeat 1]
 
+It also measures the machine's own ceiling for the 2-vs-1 ratio: the same CPU-bound jobs run
+one after another and then two at a time (a pure-Python loop, and a single-threaded torch
+training step like the exercises'). On a VM whose two vCPUs share a host core's resources the
+ceiling is well under 2x, and no batch of CPU-bound work can beat it.
+
 Prints a table and writes benchmarks/results/batch_throughput.json. Not a test.
 """
 
@@ -19,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -60,6 +66,40 @@ def ours(demo: Path, root: Path, name: str, *options: str) -> tuple[float, float
     return timed([*command, *options], root)
 
 
+CONTROL_JOBS = {
+    "python loop": "s = 0\nfor i in range(25_000_000):\n    s += i * i\n",
+    "torch training": (
+        "import torch\ntorch.set_num_threads(1)\ntorch.manual_seed(0)\n"
+        "layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)\n"
+        "optimizer = torch.optim.Adam(layer.parameters())\nx = torch.randn(32, 24, 64)\n"
+        "for _ in range(150):\n    optimizer.zero_grad()\n"
+        "    layer(x).pow(2).mean().backward()\n    optimizer.step()\n"
+    ),
+}
+
+
+def ceiling(code: str, jobs: int = 6) -> dict:
+    """`jobs` copies of a CPU-bound job one at a time, then in two lanes at once: the best
+    2-vs-1 ratio this machine gives any batch of such work."""
+    command = [sys.executable, "-c", code]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    started = time.monotonic()
+    for _ in range(jobs):
+        subprocess.run(command, check=True, env=env)
+    serial = time.monotonic() - started
+    lane = " && ".join([shlex.join(command)] * (jobs // 2))
+    started = time.monotonic()
+    lanes = [subprocess.Popen(["sh", "-c", lane], env=env) for _ in range(2)]
+    if any(process.wait() for process in lanes):
+        raise SystemExit("a control job failed")
+    parallel = time.monotonic() - started
+    return {
+        "serial_s": round(serial, 1),
+        "two_lanes_s": round(parallel, 1),
+        "ratio": round(serial / parallel, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/attn-batch")
@@ -89,6 +129,7 @@ def main() -> None:
         options = ("--scheduler", cluster.scheduler_address)
         runs = [ours(demo, root, "ours-dask", *options) for _ in range(args.repeat)]
         times["ours, Dask 2 workers"] = min(runs)
+    controls = {name: ceiling(code) for name, code in CONTROL_JOBS.items()}
     one = times["ours, 1 worker"][0]
     notebooks = 3 * len(EXERCISES)
     result = {
@@ -101,6 +142,7 @@ def main() -> None:
         "ours_2_workers_vs_stock": round(
             times["stock nbgrader"][0] / times["ours, 2 workers"][0], 2
         ),
+        "machine_ceiling_2_vs_1": controls,
         "seconds_per_notebook_1_worker": round(one / notebooks, 2),
         "load_average_1min_at_end": round(os.getloadavg()[0], 1),
     }

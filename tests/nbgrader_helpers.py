@@ -31,10 +31,11 @@ def nbgrader(
     return done
 
 
-def attn_grade(*args: str) -> subprocess.CompletedProcess:
+def attn_grade(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The attn-grade command line; `env` adds to (or overrides) the tool environment."""
     return subprocess.run(
         [sys.executable, "-m", "autograder.cli", *args],
-        env=tool_env(),
+        env={**tool_env(), **(env or {})},
         capture_output=True,
         text=True,
     )

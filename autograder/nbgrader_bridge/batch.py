@@ -149,6 +149,7 @@ class Batch:
         self.api, self.course, self.level = api, course, level
         self.batch_id = uuid.uuid4().hex
         self.outcomes: dict[Submitted, Outcome] = {}
+        self.setup: tuple | None = None  # (course, db_url, scratch dir), for pool workers
 
     def finish(self, item: Submitted, result: dict, progress: Progress) -> None:
         """Merge one worker result into the gradebook, then append its audit record."""
@@ -176,7 +177,8 @@ class Batch:
         text = result["reason"] or f"{line['score']:g}/{line['max_score']:g}"
         progress.step(f"{item.student}/{item.exercise}: {text}")
 
-    def run(self, pending: list[Submitted], workers: int, state: Path, scheduler: str | None):
+    def run(self, pending: list[Submitted], pool, state: Path, scheduler: str | None):
+        """Grade `pending` in this process (`pool` None) or in the pool's workers."""
         from autograder.nbgrader_bridge import recorder
 
         client = None
@@ -189,28 +191,21 @@ class Batch:
         scratch_dir.mkdir()
         progress = Progress(len(pending), "grading ")
         try:
-            if workers <= 1 and scheduler is None:
+            if pool is None:
                 worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
                 for item in pending:
                     result = worker.record(item.exercise, item.student, str(item.path))
                     self.finish(item, result, progress)
                 return
-            context = multiprocessing.get_context("spawn")
-            initargs = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
-            with ProcessPoolExecutor(
-                max_workers=max(workers, 1),
-                mp_context=context,
-                initializer=recorder.start_worker,
-                initargs=initargs,
-            ) as pool:
-                try:
-                    if scheduler is None:
-                        self._local(pool, pending, progress)
-                    else:
-                        self._on_dask(pool, pending, progress, client)
-                except BaseException:  # Ctrl-C or a failed merge: stop, don't finish the queue
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
+            self.setup = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
+            try:
+                if scheduler is None:
+                    self._local(pool, pending, progress)
+                else:
+                    self._on_dask(pool, pending, progress, client)
+            except BaseException:  # Ctrl-C or a failed merge: stop, don't finish the queue
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         finally:
             shutil.rmtree(scratch_dir, ignore_errors=True)
 
@@ -231,7 +226,8 @@ class Batch:
         from autograder.nbgrader_bridge.recorder import record_in_worker
 
         futures = {
-            pool.submit(record_in_worker, i.exercise, i.student, str(i.path)): i for i in pending
+            pool.submit(record_in_worker, self.setup, i.exercise, i.student, str(i.path)): i
+            for i in pending
         }
         while futures:
             self._collect(futures, progress, block=True)
@@ -269,7 +265,7 @@ class Batch:
                     )
                     graded = None
                 record = (item.exercise, item.student, str(item.path), graded)
-                local[pool.submit(record_in_worker, *record)] = item
+                local[pool.submit(record_in_worker, self.setup, *record)] = item
                 self._collect(local, progress, block=False)
             while local:
                 self._collect(local, progress, block=True)
@@ -292,6 +288,37 @@ def autograde_course(
     force: bool = False,
 ) -> int:
     """Autograde all submissions that need it; print a table. Returns the process exit code."""
+    # with --scheduler the pool runs nbgrader's part only, in one process or more
+    with worker_pool(workers, always=scheduler is not None) as pool:
+        return _autograde(course, exercises, pool, db_url, scheduler, force)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int, always: bool = False):
+    """The batch's worker processes (None for one worker and not `always`: grading runs in
+    this process), started first so that they load torch and nbgrader while the parent
+    reads the course. Workers that were given no submission are stopped at once."""
+    if workers <= 1 and not always:
+        yield None
+        return
+    from autograder.nbgrader_bridge import recorder
+
+    pool = ProcessPoolExecutor(
+        max_workers=max(workers, 1),
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=recorder.start_worker,
+    )
+    warmups = [pool.submit(int) for _ in range(max(workers, 1))]  # starts the processes
+    try:
+        yield pool
+    finally:
+        if pool._queue_count == len(warmups):  # given nothing (all up to date, an error):
+            for process in list(pool._processes.values()):  # don't wait for the warm-up
+                process.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _autograde(course, exercises, pool, db_url, scheduler, force) -> int:
     from autograder.sandbox import isolation
 
     try:
@@ -322,7 +349,7 @@ def autograde_course(
             )
         if pending:  # longest first: a slow notebook started last keeps the batch waiting
             pending.sort(key=lambda item: -GRADING_SECONDS.get(item.exercise, 0.0))
-            batch.run(pending, workers, state, scheduler)
+            batch.run(pending, pool, state, scheduler)
     return summarize(api, course, submissions, accounting, batch.outcomes)
 
 

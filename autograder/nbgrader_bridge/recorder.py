@@ -83,6 +83,7 @@ class Recorder:
 
 
 _WORKER: Recorder | None = None
+_SETUP: tuple | None = None
 
 
 def _die_with_parent() -> None:
@@ -98,12 +99,46 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def start_worker(course: str, db_url: str | None, scratch_dir: str) -> None:
-    """ProcessPoolExecutor initializer: one Recorder per worker process."""
-    global _WORKER
+def _exit_without_finalizing() -> None:
+    """The last exit handler of a worker: once every other handler has run (sandbox runtime
+    copies removed, multiprocessing's own), end the process without tearing down the
+    interpreter's modules, which takes about a second with torch and nbgrader loaded and
+    keeps the batch waiting. The worker has nothing left in buffers: results go back through
+    a pipe as they are made, and nbgrader closes the files it writes."""
+    import atexit
+    import multiprocessing.util
+    import sys
+
+    atexit.unregister(multiprocessing.util._exit_function)
+    multiprocessing.util._exit_function()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
+
+
+def start_worker() -> None:
+    """ProcessPoolExecutor initializer. The pool is started before the batch parent has read
+    the course, so the worker only loads what every grading needs (meanwhile); the Recorder
+    is made by the first submission, which says for which course."""
+    import atexit
+
     _die_with_parent()
-    _WORKER = Recorder(Path(course), db_url, Path(scratch_dir))
+    atexit.register(_exit_without_finalizing)  # before any grading's handlers: runs after them
+    import nbgrader.api  # noqa: F401
+    import torch  # noqa: F401
+
+    import autograder.grading.runner  # noqa: F401
 
 
-def record_in_worker(exercise: str, student: str, path: str, graded=None) -> dict:
+def record_in_worker(setup: tuple, exercise: str, student: str, path: str, graded=None) -> dict:
+    """One submission in a pool worker; `setup` is (course, db_url, scratch_dir), the same for
+    every submission of a batch."""
+    global _WORKER, _SETUP
+    if _WORKER is None or _SETUP != setup:
+        course, db_url, scratch_dir = setup
+        _WORKER = Recorder(Path(course), db_url, Path(scratch_dir))
+        _SETUP = setup
     return _WORKER.record(exercise, student, path, graded)
