@@ -13,7 +13,7 @@ from pathlib import Path
 
 from autograder._speedups import skip_slow_optional_imports
 
-skip_slow_optional_imports()  # a spawned worker imports this module first: 0.9 s less each
+skip_slow_optional_imports()  # the pool's fork server imports this module first: 0.9 s less
 
 from autograder.nbgrader_bridge import scratch  # noqa: E402
 from autograder.nbgrader_bridge.course_api import nbgrader_api  # noqa: E402
@@ -83,20 +83,49 @@ class Recorder:
 
 
 _WORKER: Recorder | None = None
+# what every grading needs: loaded once by the pool's fork server, inherited by its workers
+WORKER_MODULES = (__name__, "nbgrader.api", "torch", "autograder.grading.runner")
 _SETUP: tuple | None = None
 
 
-def _die_with_parent() -> None:
-    """A worker must not outlive a killed batch: it would go on writing autograded files
-    while the re-run grades the same submissions (PR_SET_PDEATHSIG; Linux)."""
-    import ctypes
-    import signal
+def process_start_time(pid: int) -> str:
+    """The start time of `pid` in clock ticks since boot (/proc/PID/stat, field 22): with the
+    pid, it names one process, even after the pid is reused."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[19]
 
-    pr_set_pdeathsig = 1
-    parent = os.getppid()
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the batch died before the call
-        os._exit(1)
+
+def batch_identity() -> tuple[int, str]:
+    """What a worker needs to die with this process: its pid and start time."""
+    return os.getpid(), process_start_time(os.getpid())
+
+
+def _die_with_batch(batch: tuple[int, str]) -> None:
+    """A worker must not outlive a killed batch: it would go on writing autograded files
+    while the re-run grades the same submissions. The workers are children of the pool's
+    fork server, not of the batch, and the fork server lives as long as any worker does, so
+    a thread watches the batch itself (a pidfd) and kills this worker, and with it its
+    sandbox (bubblewrap's --die-with-parent, the supervisor's parent-death signal), when the
+    batch is gone."""
+    import signal
+    import threading
+
+    pid, started = batch
+    try:
+        handle = os.pidfd_open(pid)
+        alive = process_start_time(pid) == started
+    except OSError:  # already gone
+        alive = False
+    if not alive:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def watch() -> None:
+        import select
+
+        select.select([handle], [], [])  # readable once the batch has exited
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="die-with-batch", daemon=True).start()
 
 
 def _exit_without_finalizing() -> None:
@@ -119,18 +148,18 @@ def _exit_without_finalizing() -> None:
     os._exit(0)
 
 
-def start_worker() -> None:
-    """ProcessPoolExecutor initializer. The pool is started before the batch parent has read
-    the course, so the worker only loads what every grading needs (meanwhile); the Recorder
-    is made by the first submission, which says for which course."""
+def start_worker(batch: tuple[int, str]) -> None:
+    """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process. The
+    pool is started before the batch parent has read the course, so the worker only loads
+    what every grading needs (meanwhile); the Recorder is made by the first submission, which
+    says for which course."""
     import atexit
+    import importlib
 
-    _die_with_parent()
+    _die_with_batch(batch)
     atexit.register(_exit_without_finalizing)  # before any grading's handlers: runs after them
-    import nbgrader.api  # noqa: F401
-    import torch  # noqa: F401
-
-    import autograder.grading.runner  # noqa: F401
+    for name in WORKER_MODULES:
+        importlib.import_module(name)
 
 
 def record_in_worker(setup: tuple, exercise: str, student: str, path: str, graded=None) -> dict:
