@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -77,14 +80,28 @@ def test_nbgrader_autograde_keeps_going_past_broken_notebooks(course):
     assert graded["carol"] == 0
 
 
-def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course, tmp_path):
-    graded = {workers: autograde_everyone(course, workers, tmp_path) for workers in (1, 2)}
+def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course):
+    graded = {}
+    for workers in (1, 2):
+        # the batch's own TMPDIR, short (the fork server's socket goes there): what the batch
+        # and its workers leave there shows
+        private_tmp = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))
+        try:
+            graded[workers] = autograde_everyone(course, workers, private_tmp)
+        finally:
+            shutil.rmtree(private_tmp, ignore_errors=True)
     assert graded[2] == graded[1]
 
 
-def autograde_everyone(course, workers: int, tmp_path) -> dict:
-    private_tmp = tmp_path / f"tmp-{workers}"  # the batch's own: what it leaves there shows
-    private_tmp.mkdir()
+def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
+    from autograder.nbgrader_bridge.batch import _pool_context
+
+    assert _pool_context(["json"]).get_start_method() == "forkserver"
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp/" + "x" * 80)
+    assert _pool_context(["json"]).get_start_method() == "spawn"
+
+
+def autograde_everyone(course, workers: int, private_tmp: Path) -> dict:
     done = attn_grade(
         "autograde",
         EXERCISE,

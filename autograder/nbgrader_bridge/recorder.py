@@ -128,18 +128,17 @@ def _die_with_batch(batch: tuple[int, str]) -> None:
     threading.Thread(target=watch, name="die-with-batch", daemon=True).start()
 
 
-def _exit_without_finalizing() -> None:
-    """The last exit handler of a worker: once every other handler has run (sandbox runtime
-    copies removed, multiprocessing's own), end the process without tearing down the
-    interpreter's modules, which takes about a second with torch and nbgrader loaded and
-    keeps the batch waiting. The worker has nothing left in buffers: results go back through
-    a pipe as they are made, and nbgrader closes the files it writes."""
+def _end_worker() -> None:
+    """A worker's last act, from multiprocessing's exit function (after the pool's own
+    finalizers of higher priority). A worker forked by the fork server ends with os._exit and
+    never runs exit handlers, so they are run here: the sandbox runtime copy this worker made
+    is removed. The process then ends without tearing down the interpreter's modules, which
+    takes about a second with torch and nbgrader loaded and keeps the batch waiting; nothing
+    is left in buffers (results went back through a pipe, nbgrader closes what it writes)."""
     import atexit
-    import multiprocessing.util
     import sys
 
-    atexit.unregister(multiprocessing.util._exit_function)
-    multiprocessing.util._exit_function()
+    atexit._run_exitfuncs()  # and forgets them: none runs twice
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -153,11 +152,11 @@ def start_worker(batch: tuple[int, str]) -> None:
     pool is started before the batch parent has read the course, so the worker only loads
     what every grading needs (meanwhile); the Recorder is made by the first submission, which
     says for which course."""
-    import atexit
     import importlib
+    import multiprocessing.util
 
     _die_with_batch(batch)
-    atexit.register(_exit_without_finalizing)  # before any grading's handlers: runs after them
+    multiprocessing.util.Finalize(None, _end_worker, exitpriority=0)
     for name in WORKER_MODULES:
         importlib.import_module(name)
 
