@@ -211,3 +211,63 @@ def test_forced_regrade_keeps_hand_grades_under_review(template, tmp_path):
         "carol": [],
         "dave": [],
     }
+
+
+WATCHER = """
+import os, sys, time
+from autograder.nbgrader_bridge import recorder
+if sys.argv[2] == "poll":  # a kernel without pidfds
+    def no_pidfds(pid):
+        raise OSError(38, "Function not implemented")
+    os.pidfd_open = no_pidfds
+batch = int(sys.argv[1])
+started = sys.argv[3] if len(sys.argv) > 3 else recorder.process_start_time(batch)
+recorder._die_with_batch((batch, started))
+print("watching", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("how", ["pidfd", "poll"])
+def test_a_worker_dies_with_its_batch_whoever_its_parent_is(how):
+    """Batch workers are children of the fork server, not of the batch: they watch the batch
+    itself, through a pidfd or, on kernels without, by polling."""
+    batch = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WATCHER, str(batch.pid), how],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=tool_env(),
+    )
+    try:
+        assert worker.stdout.readline().strip() == "watching"
+        assert worker.poll() is None
+        batch.kill()
+        batch.wait()
+        assert worker.wait(timeout=20) == -signal.SIGKILL
+    finally:
+        for process in (batch, worker):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_a_worker_whose_batch_is_gone_ends_at_once_even_if_its_pid_was_reused():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    reused = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        # the batch's pid now names another process (a start time that is not the batch's)
+        for pid, started in ((gone.pid, "1"), (reused.pid, "1")):
+            worker = subprocess.run(
+                [sys.executable, "-c", WATCHER, str(pid), "pidfd", started],
+                capture_output=True,
+                text=True,
+                env=tool_env(),
+                timeout=60,
+            )
+            assert worker.returncode == -signal.SIGKILL, worker.stderr
+            assert "watching" not in worker.stdout
+    finally:
+        reused.kill()
+        reused.wait()

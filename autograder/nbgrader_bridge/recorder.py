@@ -111,18 +111,32 @@ def _die_with_batch(batch: tuple[int, str]) -> None:
     import threading
 
     pid, started = batch
+
+    def alive() -> bool:
+        try:
+            return process_start_time(pid) == started
+        except OSError:
+            return False
+
+    handle = None
     try:
         handle = os.pidfd_open(pid)
-        alive = process_start_time(pid) == started
-    except OSError:  # already gone
-        alive = False
-    if not alive:
+    except ProcessLookupError:
+        pass  # gone already: alive() says so
+    except (OSError, AttributeError):  # a kernel before 5.3: poll instead
+        handle = None
+    if not alive():
         os.kill(os.getpid(), signal.SIGKILL)
 
     def watch() -> None:
         import select
+        import time
 
-        select.select([handle], [], [])  # readable once the batch has exited
+        if handle is not None:
+            select.select([handle], [], [])  # readable once the batch has exited
+        else:
+            while alive():
+                time.sleep(0.5)
         os.kill(os.getpid(), signal.SIGKILL)
 
     threading.Thread(target=watch, name="die-with-batch", daemon=True).start()
