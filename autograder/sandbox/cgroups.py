@@ -10,11 +10,12 @@ CPU affinity and the supervisor's reaper.
 from __future__ import annotations
 
 import os
-import signal
 import time
 import uuid
 from functools import cache
 from pathlib import Path
+
+from autograder.sandbox.killing import kill_until_gone
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
@@ -155,16 +156,7 @@ class Group:
                 _write(self.paths[0] / "cgroup.kill", "1")
             except OSError:
                 pass
-        for _ in range(200):
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.005)
+        kill_until_gone(self.pids, rounds=200, pause=0.005)
 
     def remove(self) -> None:
         self.kill_all()

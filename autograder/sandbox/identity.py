@@ -18,10 +18,10 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
-import signal
 import stat
-import time
 from pathlib import Path
+
+from autograder.sandbox.killing import kill_until_gone
 
 FIRST_UID = 1_900_000_000
 SLOTS = 4096
@@ -93,16 +93,7 @@ def processes_of(uid: int) -> list[int]:
 
 def kill_processes_of(uid: int) -> None:
     """SIGKILL every process running as `uid` (a sandbox uid: no one else has it)."""
-    for _ in range(50):
-        found = processes_of(uid)
-        if not found:
-            return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.01)
+    kill_until_gone(lambda: processes_of(uid), rounds=50, pause=0.01)
 
 
 def acquire() -> SandboxUid:
