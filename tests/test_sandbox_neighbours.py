@@ -128,6 +128,16 @@ def test_a_uid_is_handed_out_with_nothing_running_under_it():
         leftover.wait()
 
 
+@pytest.fixture
+def restored_isolation(monkeypatch):
+    """grade_on_worker sets the level for its process: put it back, and forget the levels
+    chosen meanwhile, so later tests in this process see what they would have seen."""
+    monkeypatch.delenv(isolation.ENVIRONMENT_VARIABLE, raising=False)
+    yield
+    isolation._choose.cache_clear()
+
+
+@pytest.mark.usefixtures("restored_isolation")
 def test_two_gradings_in_threads_of_one_process_equal_serial_ones(tmp_path):
     """What a Dask worker started with several threads does: the gradings of one process are
     taken one at a time, and each equals the same grading done alone."""
