@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import shutil
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -313,17 +314,24 @@ def worker_pool(workers: int, always: bool = False):
         return
     from autograder.nbgrader_bridge import recorder
 
+    count = max(workers, 1)
     pool = ProcessPoolExecutor(
-        max_workers=max(workers, 1),
+        max_workers=count,
         mp_context=_pool_context(recorder.WORKER_MODULES),
         initializer=recorder.start_worker,
         initargs=(recorder.batch_identity(),),
     )
-    warmups = [pool.submit(int) for _ in range(max(workers, 1))]  # starts the processes
+    # the first submits start the processes, and each waits until the fork server has loaded
+    # its modules (about 3 s): done beside the caller, which reads the course meanwhile
+    starter = threading.Thread(
+        target=lambda: [pool.submit(int) for _ in range(count)], name="start-workers", daemon=True
+    )
+    starter.start()
     try:
         yield pool
     finally:
-        if pool._queue_count == len(warmups):  # given nothing (all up to date, an error):
+        starter.join()
+        if pool._queue_count == count:  # given nothing (all up to date, an error):
             for process in list(pool._processes.values()):  # don't wait for the warm-up
                 process.kill()
         pool.shutdown(wait=True, cancel_futures=True)
