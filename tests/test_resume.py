@@ -14,6 +14,7 @@ import pytest
 
 from autograder import audit, faults
 from autograder.build.course import tool_env
+from autograder.sandbox.supervisor import stat_fields
 from tests.nbgrader_helpers import attn_grade, submission_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]
@@ -145,9 +146,8 @@ def alive(pids: set[int]) -> set[int]:
     living = set()
     for pid in pids:
         try:
-            with open(f"/proc/{pid}/stat") as handle:
-                if handle.read().rsplit(")", 1)[1].split()[0] != "Z":
-                    living.add(pid)
+            if stat_fields(f"/proc/{pid}/stat")[0] != b"Z":
+                living.add(pid)
         except FileNotFoundError:
             pass
     return living

@@ -91,8 +91,9 @@ _SETUP: tuple | None = None
 def process_start_time(pid: int) -> str:
     """The start time of `pid` in clock ticks since boot (/proc/PID/stat, field 22): with the
     pid, it names one process, even after the pid is reused."""
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rsplit(")", 1)[1].split()[19]
+    from autograder.sandbox.supervisor import stat_fields
+
+    return stat_fields(f"/proc/{pid}/stat")[19].decode()
 
 
 def batch_identity() -> tuple[int, str]:
@@ -121,10 +122,8 @@ def _die_with_batch(batch: tuple[int, str]) -> None:
     handle = None
     try:
         handle = os.pidfd_open(pid)
-    except ProcessLookupError:
-        pass  # gone already: alive() says so
-    except (OSError, AttributeError):  # a kernel before 5.3: poll instead
-        handle = None
+    except (OSError, AttributeError):  # gone already (alive() says so), or no pidfds: poll
+        pass
     if not alive():
         os.kill(os.getpid(), signal.SIGKILL)
 

@@ -155,6 +155,14 @@ def deny_unix_sockets() -> bool:
     return True
 
 
+def stat_fields(path: str) -> list[bytes]:
+    """The fields of a /proc/PID/stat (or task stat) file after the command name, which may
+    hold spaces and parentheses: [0] is the state (field 3), [1] the parent (field 4), [19]
+    the start time (field 22). OSError when the process is gone."""
+    with open(path, "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()
+
+
 def children_by_parent() -> dict[int, list[int]]:
     """ppid -> pids of the processes visible in /proc (also used by the grading process)."""
     children: dict[int, list[int]] = {}
@@ -162,8 +170,7 @@ def children_by_parent() -> dict[int, list[int]]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            parent = int(stat_fields(f"/proc/{entry}/stat")[1])
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(parent, []).append(int(entry))
@@ -207,8 +214,7 @@ def _dead(pid: int) -> bool:
         return False
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0]
+            state = stat_fields(f"/proc/{pid}/task/{task}/stat")[0]
         except (FileNotFoundError, ProcessLookupError):
             continue  # that thread is gone
         except (OSError, IndexError):
