@@ -271,11 +271,18 @@ def test_requesting_an_unavailable_level_is_an_error(monkeypatch):
 def test_refuses_by_default_when_hidden_files_would_be_readable(monkeypatch):
     weak = isolation.Isolation("rlimits", 0, "")
     monkeypatch.setattr(isolation, "detect", lambda: weak)
+    monkeypatch.setattr(isolation, "_probe_level", lambda level: weak)
     monkeypatch.delenv(isolation.ENVIRONMENT_VARIABLE, raising=False)
+    monkeypatch.delenv(isolation.TRUSTED_CODE_VARIABLE, raising=False)
     isolation._choose.cache_clear()
     try:
-        with pytest.raises(IsolationError, match="--isolation rlimits"):
+        with pytest.raises(IsolationError, match=isolation.TRUSTED_CODE_VARIABLE):
             isolation.choose()
+        isolation._choose.cache_clear()
+        with pytest.raises(IsolationError, match="hidden checks"):  # explicit: still refused
+            isolation.choose("rlimits")
+        isolation._choose.cache_clear()
+        monkeypatch.setenv(isolation.TRUSTED_CODE_VARIABLE, "1")  # not a student's code
         assert isolation.choose("rlimits").explicit
     finally:
         isolation._choose.cache_clear()

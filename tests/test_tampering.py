@@ -16,7 +16,7 @@ from autograder.grading.runner import grade_notebook
 from autograder.grading.submission import Budget
 from autograder.mistakes import catalogue_for
 from autograder.sandbox import isolation
-from tests.adversarial.harness import processes_with
+from tests.adversarial.harness import DEBIAN_PYTHON, layered_venv, processes_with, remove
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 pytestmark = pytest.mark.ex1
@@ -155,14 +155,39 @@ if os.fork() == 0:
 """
 
 
+@pytest.fixture(scope="module")
+def grader_for():
+    """mode -> (python, environment) of a grader at that level. `rlimits` under a root grader
+    needs an interpreter the sandbox uid can run (the child is never root) and, since the
+    checkout is world-readable, the trusted-code acknowledgement (the test's own notebooks)."""
+    made = []
+
+    def grader(mode: str) -> tuple[str, dict]:
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": mode}
+        if mode != "rlimits":
+            return sys.executable, env
+        env["ATTN_GRADE_TRUSTED_CODE"] = "1"
+        if os.geteuid() != 0:
+            return sys.executable, env
+        if not DEBIAN_PYTHON.exists():
+            pytest.skip(f"rlimits under root needs a world-readable {DEBIAN_PYTHON}")
+        if not made:
+            made.append(layered_venv())
+        return str(made[0] / "bin" / "python"), env
+
+    yield grader
+    for path in made:
+        remove(path)
+
+
 @pytest.mark.parametrize("mode", ["auto", "rlimits"])
-def test_no_process_survives_grading(mode, tmp_path):
+def test_no_process_survives_grading(mode, tmp_path, grader_for):
     marker = f"attn-grade-linger-{uuid.uuid4().hex}"
     notebook = with_student_cells(source_notebook(EXERCISE), LINGER.format(marker=marker))
     path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
-    env = {**os.environ, "ATTN_GRADE_ISOLATION": mode}
+    python, env = grader_for(mode)
     done = subprocess.run(
-        [sys.executable, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        [python, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -173,16 +198,17 @@ def test_no_process_survives_grading(mode, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["auto", "rlimits"])
-def test_killing_the_supervisor_gains_nothing(mode, tmp_path):
+def test_killing_the_supervisor_gains_nothing(mode, tmp_path, grader_for):
     marker = f"attn-grade-orphan-{uuid.uuid4().hex}"
     attack = LINGER.format(marker=marker) + "import signal\nos.kill(os.getppid(), signal.SIGKILL)"
     notebook = with_student_cells(source_notebook(EXERCISE), attack)
     path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    python, env = grader_for(mode)
     done = subprocess.run(
-        [sys.executable, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        [python, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
         capture_output=True,
         text=True,
-        env={**os.environ, "ATTN_GRADE_ISOLATION": mode},
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["score"] == 8

@@ -130,6 +130,11 @@ def build_course(
     Returns the release notebooks (or the source notebooks without `release`)."""
     course_dir = Path(course_dir).resolve()
     course_dir.mkdir(parents=True, exist_ok=True)
+    # No access for other users: the course holds the reference (source/), every student's
+    # submission and the gradebook, and a sandbox uid without a jail or Landlock reads by
+    # permissions alone (autograder.sandbox.isolation.require_private). Students reach the
+    # course through nbgrader's exchange, which lives elsewhere.
+    course_dir.chmod(course_dir.stat().st_mode & 0o770)
     write_config(course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id)
     chosen = [resolve(name) for name in exercises] if exercises else list(EXERCISES)
     built = []

@@ -338,16 +338,29 @@ def worker_pool(workers: int, always: bool = False):
 
 
 def _pool_context(modules):
-    """The fork server, preloaded with `modules`; "spawn" where its socket cannot be made: a
-    UNIX socket path has at most 107 bytes, and multiprocessing puts it under $TMPDIR."""
+    """The fork server, preloaded with `modules`; "spawn" where its socket cannot be made (a
+    UNIX socket path has at most 107 bytes, and multiprocessing puts it under $TMPDIR) and
+    where a sandbox might reach it: Python 3.11's fork server runs any pickle sent to its
+    unauthenticated socket, so it is used only where no child can see or traverse its private
+    directory (the jail's own /tmp; another uid under a root grader). Every level also denies
+    the child socket() (autograder/sandbox/seccomp.py)."""
     import tempfile
 
+    if not fork_server_is_private():
+        return multiprocessing.get_context("spawn")
     socket_path = Path(tempfile.gettempdir()) / "pymp-xxxxxxxx" / "listener-xxxxxxxx"
     if len(os.fsencode(socket_path)) > 100:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(modules))
     return context
+
+
+def fork_server_is_private() -> bool:
+    from autograder.sandbox import isolation
+
+    level = isolation.choose()
+    return level.jail or level.separate_uid
 
 
 def _autograde(course, exercises, pool, db_url, scheduler, force) -> int:
@@ -359,6 +372,7 @@ def _autograde(course, exercises, pool, db_url, scheduler, force) -> int:
         print(f"attn-grade autograde: {error}", file=sys.stderr)
         return 2
     course = Path(api.coursedir.root)
+    isolation.require_private(isolation.choose(), [course])
     level = isolation.choose().describe()
     with batch_lock(course) as state:
         submissions, accounting = find_submissions(course, exercises or list(EXERCISES))

@@ -11,9 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from pathlib import Path
 
 from nbformat import NotebookNode, from_dict
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
@@ -146,7 +148,9 @@ class GradeWithChecks(NbGraderPreprocessor):
             return Execute(parent=self.parent, config=self.config).preprocess(nb, resources)
         if self.isolation and self.isolation != "auto":
             os.environ[sandbox_isolation.ENVIRONMENT_VARIABLE] = self.isolation
-        sandbox_isolation.choose()  # IsolationError refuses: nbgrader reports it, exits non-zero
+        # IsolationError refuses: nbgrader reports it, exits non-zero
+        course = Path(CourseDirectory(config=self.config).root)
+        sandbox_isolation.require_private(sandbox_isolation.choose(), [course])
         student = str(resources["nbgrader"].get("student", "anonymous"))
         notes = nb.metadata.pop(NOTES_KEY, [])
         notes = [str(note) for note in notes] if isinstance(notes, list) else []

@@ -12,9 +12,19 @@ Levels, strongest first (README "How grading works"):
 Every level adds per-submission accounting: a cgroup where the host gives a writable one
 (`autograder.sandbox.cgroups`), else rlimits, CPU affinity and the reaper.
 
-Secure by default: when the level detected cannot hide the hidden files (checks, mistake
-catalogues, reference) from the child, grading is refused unless the level was chosen
-explicitly (`--isolation`, `ATTN_GRADE_ISOLATION`, or `GradeWithChecks.isolation`).
+Never a privileged child: a root grader runs the child under a sandbox uid of its own with no
+capabilities at EVERY level (`Isolation.separate_uid`); where that uid could not run Python (an
+installation under a private home), no level but the jail (which binds Python at fresh 0755
+parents) is available to a root grader, and grading is refused with what to change.
+
+Secure by default, at every level, detected or chosen: a level whose child could read the
+hidden files (checks, mistake catalogues, reference) is refused. A level without a filesystem
+view of its own (`uid` without Landlock, `rlimits`) relies on file permissions, so the entry
+points that know the course also call `require_private(level, [course])`: the course (source
+notebooks with the reference, other students' submissions, the gradebook) must be unreadable
+to the sandbox uid (`attn-grade build` writes it so). A same-uid child (`rlimits` under an
+unprivileged grader) can read whatever the grader can: it runs only with
+ATTN_GRADE_TRUSTED_CODE=1, for code that is not a student's (an instructor's own notebooks).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ from autograder.sandbox.supervisor import landlock_abi
 
 LEVELS = ("jail", "uid", "landlock", "rlimits")
 ENVIRONMENT_VARIABLE = "ATTN_GRADE_ISOLATION"
+TRUSTED_CODE_VARIABLE = "ATTN_GRADE_TRUSTED_CODE"  # "1": a same-uid child may read everything
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 
 
@@ -49,8 +60,15 @@ class Isolation:
 
     @property
     def separate_uid(self) -> bool:
-        """The child runs under a uid of its own (not the grader's)."""
-        return self.level == "uid" or (self.level == "jail" and os.geteuid() == 0)
+        """The child runs under a uid of its own (not the grader's): always under a root
+        grader, whatever the level, so that no child ever has root's identity or capabilities."""
+        return os.geteuid() == 0
+
+    @property
+    def own_filesystem_view(self) -> bool:
+        """Whether the child's reads are confined by the sandbox (a jail or Landlock) rather
+        than by file permissions alone."""
+        return self.level == "jail" or (self.level != "rlimits" and self.landlock_abi > 0)
 
     def describe(self) -> str:
         """E.g. `jail(bwrap)+landlock-v7+cgroup-v1`, `rlimits+reaper`: recorded in every result."""
@@ -70,11 +88,15 @@ class Isolation:
 
     def hides_hidden_files(self) -> bool:
         """Whether the child cannot read the checks, the catalogues or the reference."""
-        if self.level == "jail" or self.landlock_abi:
+        return self.hides(hidden_paths())
+
+    def hides(self, paths: list[Path]) -> bool:
+        """Whether the child cannot read below any of `paths`."""
+        if self.own_filesystem_view:
             return True  # not bound into the jail / not in Landlock's readable set
-        if self.level == "uid":
-            return not any(_others_can_read(path) for path in hidden_paths())
-        return False
+        if self.separate_uid:
+            return not any(_others_can_read(path) for path in paths if path.exists())
+        return False  # the grader's own uid reads what the grader reads
 
 
 def hidden_paths() -> list[Path]:
@@ -192,9 +214,11 @@ def _probe_level(level: str) -> Isolation | None:
     cgroup = _cgroups()
     if level == "jail":
         return Isolation("jail", abi, cgroup) if _jail_works() else None
+    root = os.geteuid() == 0
+    if root and not all(_others_can_enter(p) for p in python_roots()):
+        return None  # the sandbox uid could not run Python: never a root child instead
     if level == "uid":
-        usable = os.geteuid() == 0 and all(_others_can_enter(p) for p in python_roots())
-        return Isolation("uid", abi, cgroup) if usable else None
+        return Isolation("uid", abi, cgroup) if root else None
     if level == "landlock":
         return Isolation("landlock", abi, cgroup) if abi else None
     return Isolation("rlimits", 0, cgroup)
@@ -241,7 +265,40 @@ def _choose(level: str) -> Isolation:
     found = _probe_level(level)
     if found is None:
         raise IsolationError(f"isolation level {level!r} is not available here: " + _missing(level))
-    return Isolation(found.level, found.landlock_abi, found.cgroup, explicit=True)
+    chosen = Isolation(found.level, found.landlock_abi, found.cgroup, explicit=True)
+    if not chosen.hides_hidden_files() and not trusted_code():
+        raise IsolationError(
+            f"refusing to grade at {level!r}: its child could read the hidden checks and "
+            "reference solutions (" + _unhidden_reason(chosen) + f"). {TRUSTED_CODE_VARIABLE}=1 "
+            "allows it for code that is not a student's."
+        )
+    return chosen
+
+
+def trusted_code() -> bool:
+    """The instructor said the graded code is their own (never a student's)."""
+    return os.environ.get(TRUSTED_CODE_VARIABLE, "").strip() == "1"
+
+
+def _unhidden_reason(level: Isolation) -> str:
+    if not level.separate_uid:
+        return "it runs under the grader's own uid"
+    return "the installed package is readable by other users: chmod -R o-rwx it"
+
+
+def require_private(level: Isolation, paths: list[Path]) -> None:
+    """Refuse (IsolationError) when the child at `level` could read below one of `paths` (the
+    course: source notebooks with the reference filled in, other students' submissions, the
+    gradebook). A jail or Landlock hides them; permissions must otherwise."""
+    if level.hides(paths) or trusted_code():
+        return
+    exposed = ", ".join(str(p) for p in paths if not level.hides([p]))
+    raise IsolationError(
+        f"refusing to grade at {level.level!r}: its child could read {exposed} (a level without "
+        "a filesystem view of its own relies on file permissions). Make it unreadable to "
+        f"other users (chmod -R o-rwx {exposed}; `attn-grade build` writes courses so), or use "
+        "a level with a jail or Landlock."
+    )
 
 
 def _missing(level: str) -> str:
@@ -250,21 +307,30 @@ def _missing(level: str) -> str:
         "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
         "uid": "the grader must run as root to start the child under a uid of its own, with "
         "a Python installation that other users may read (not under /root)",
-        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list)",
+        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
+        "under a root grader also a Python installation that other users may read (the child "
+        "never runs as root)",
+        "rlimits": "under a root grader, a Python installation that other users may read (the "
+        "child never runs as root)",
     }.get(level, "")
 
 
 def refusal_message(found: Isolation) -> str:
+    hides = found.hides_hidden_files()
     danger = (
-        "read the hidden checks and reference solutions"
-        if not found.hides_hidden_files()
-        else "kill the grading process (Landlock older than ABI 6 does not scope signals)"
+        "kill the grading process (Landlock older than ABI 6 does not scope signals)"
+        if hides
+        else "read the hidden checks and reference solutions"
+    )
+    anyway = (
+        f"To grade anyway at this level, choose it explicitly: --isolation {found.level} (or "
+        f"{ENVIRONMENT_VARIABLE}={found.level})."
+        if hides
+        else f"Only code that is not a student's may run there ({TRUSTED_CODE_VARIABLE}=1)."
     )
     return (
         f"refusing to grade: the strongest isolation this host offers ({found.level}) would let "
         f"student code {danger}. Missing: "
         f"{_missing('jail')}; or root (uid level) with the installed package not readable by "
-        "other users; or a kernel with Landlock ABI 6 or later (Linux 6.12). To grade anyway at "
-        "this level, choose it "
-        f"explicitly: --isolation {found.level} (or {ENVIRONMENT_VARIABLE}={found.level})."
+        "other users; or a kernel with Landlock ABI 6 or later (Linux 6.12). " + anyway
     )

@@ -25,6 +25,7 @@ from autograder.sandbox.supervisor import children_by_parent, descendants
 
 RUNTIME_DIR = Path(__file__).with_name("runtime")
 SUPERVISOR = Path(__file__).with_name("supervisor.py")
+SECCOMP = Path(__file__).with_name("seccomp.py")  # loaded by the supervisor from beside it
 RUNTIME_FILES = ("child.py", "wire.py", "probes.py")
 
 
@@ -211,6 +212,7 @@ def _jail_runtime() -> Path:
         for name in RUNTIME_FILES:
             shutil.copy(RUNTIME_DIR / name, root / name)
         shutil.copy(SUPERVISOR, root / "supervisor.py")
+        shutil.copy(SECCOMP, root / "seccomp.py")
         fonts = _mpl_font_cache()
         for cached in fonts.glob("fontlist-*.json") if fonts else ():
             shutil.copy(cached, root / cached.name)
@@ -323,8 +325,6 @@ class Sandbox:
             "cpu": None if iso.cgroup else _cpu_for(child_uid),
             # a root supervisor outside the jail gives the child an empty network namespace
             "unshare_net": not iso.jail and os.geteuid() == 0,
-            # outside the jail the host's UNIX sockets are in reach: the child cannot make one
-            "deny_unix_sockets": not iso.jail,
             "landlock": (
                 {"read": readable, "write": writable, "list": listable}
                 if iso.landlock_abi

@@ -8,7 +8,8 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
   is given (the supervisor itself stays out of the child's reach), pinned to one CPU when no
   cgroup limits it, and, where the kernel has it, in a Landlock domain (writes only in the
   working directory, reads only where Python lives, no TCP, no signals to processes outside
-  the sandbox);
+  the sandbox), and always under the seccomp policy of `seccomp.py` (no other ABI, no socket(),
+  no namespaces, no io_uring, ...);
 - reports `started` and `exited` events as JSON lines on stdout;
 - on `reap`, SIGKILLs every descendant but the child (nothing a request started outlives it)
   and reports `reaped`;
@@ -22,7 +23,6 @@ import os
 import resource
 import select
 import signal
-import socket
 import sys
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -107,52 +107,16 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str], listable: list
     return ruleset
 
 
-class SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_uint16),
-        ("jt", ctypes.c_uint8),
-        ("jf", ctypes.c_uint8),
-        ("k", ctypes.c_uint32),
-    ]
+def load_seccomp():
+    """The seccomp policy module beside this file (the supervisor runs isolated, `-I`, so its
+    directory is not on sys.path). Loaded before the child is forked."""
+    import importlib.util
 
-
-class SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(SockFilter))]
-
-
-PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-# machine -> (AUDIT_ARCH, __NR_socket); io_uring_setup is 425 on both
-SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
-
-
-def deny_unix_sockets() -> bool:
-    """A seccomp filter: socket(AF_UNIX, ...) fails with EPERM (Landlock does not govern
-    connect() to a host's pathname sockets: D-Bus, X11, a Jupyter server), as do io_uring
-    (which could open sockets beside the filter) and x32 system calls. socketpair() still
-    works. False on a machine this does not know."""
-    arch = SECCOMP_ARCH.get(os.uname().machine)
-    if arch is None:
-        return False
-    audit_arch, socket_nr = arch
-    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, deny = 0x7FFF0000, 0x00050000 | errno.EPERM
-    program = [
-        (load, 0, 0, 4),  # seccomp_data.arch
-        (jeq, 0, 6, audit_arch),  # another ABI: allow (-> 8)
-        (load, 0, 0, 0),  # seccomp_data.nr
-        (jge, 5, 0, 0x40000000),  # x32 -> deny (9)
-        (jeq, 4, 0, 425),  # io_uring_setup -> deny
-        (jeq, 0, 2, socket_nr),  # not socket() -> allow
-        (load, 0, 0, 16),  # seccomp_data.args[0] (low half): the address family
-        (jeq, 1, 0, socket.AF_UNIX),  # AF_UNIX -> deny
-        (ret, 0, 0, allow),
-        (ret, 0, 0, deny),
-    ]
-    filters = (SockFilter * len(program))(*[SockFilter(*op) for op in program])
-    fprog = SockFprog(len(program), filters)
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
-    return True
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
+    spec = importlib.util.spec_from_file_location("attn_grade_seccomp", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def stat_fields(path: str) -> list[bytes]:
@@ -267,7 +231,7 @@ def drop_privileges(uid: int) -> None:
         raise OSError("could not change to the sandbox uid")
 
 
-def start_child(config: dict, ruleset: int | None) -> int:
+def start_child(config: dict, ruleset: int | None, seccomp) -> int:
     limits = {getattr(resource, name): tuple(value) for name, value in config["rlimits"].items()}
     keep = set(config["pass_fds"])
     output = config["output_fd"]
@@ -301,8 +265,7 @@ def start_child(config: dict, ruleset: int | None) -> int:
             drop_privileges(config["uid"])
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
-        if config.get("deny_unix_sockets"):
-            deny_unix_sockets()
+        seccomp.install()  # every level: no other ABI, no socket(), no namespaces, ...
         if ruleset is not None:
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
@@ -331,7 +294,7 @@ def main() -> None:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: None)
-    child = start_child(config, ruleset)
+    child = start_child(config, ruleset, load_seccomp())
     for fd in config["pass_fds"]:
         os.close(fd)
     emit({"event": "started", "pid": child, "landlock": abi if ruleset is not None else 0})
