@@ -44,6 +44,22 @@ def test_plain_values_roundtrip():
     assert torch.equal(roundtrip(torch.arange(4)), torch.arange(4))
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [np.dtype("V8"), np.dtype("V1048576"), np.dtype([("a", "<i4"), ("b", "<f8")]), "U5", "S5"],
+    ids=["void", "huge-void", "structured", "unicode", "bytes"],
+)
+def test_the_parent_accepts_numeric_arrays_only(dtype):
+    """A void, structured or text array from the child never reaches the parent's comparisons
+    (a void dtype with a large itemsize grew the grading process to 2.4 GB)."""
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(3, dtype=dtype), allow_pickle=False)
+    with pytest.raises(wire.ProtocolError, match="numeric"):
+        wire.npy_to_array(buffer.getvalue())
+    assert not wire.numeric_dtype(np.dtype(dtype))
+    assert all(wire.numeric_dtype(np.dtype(t)) for t in ("?", "i1", "u8", "f2", "f8", "c16"))
+
+
 def test_pickled_arrays_and_oversized_frames_are_refused():
     buffer = io.BytesIO()
     np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)

@@ -78,6 +78,19 @@ def array_to_npy(array) -> bytes:
     return buffer.getvalue()
 
 
+def numeric_dtype(dtype) -> bool:
+    """bool, integer, float or complex, plain (no fields, subarrays or objects), at most 16
+    bytes an element: void, structured, string and object arrays never reach the parent's
+    comparisons, where their size or repr can take gigabytes."""
+    return (
+        dtype.kind in "biufc"
+        and dtype.fields is None
+        and dtype.subdtype is None
+        and not dtype.hasobject
+        and dtype.itemsize <= 16
+    )
+
+
 def npy_to_array(blob: bytes):
     """The array in `blob`; its header must describe exactly the data that follows (numpy
     would otherwise allocate whatever size the header claims before reading)."""
@@ -92,6 +105,8 @@ def npy_to_array(blob: bytes):
         if read_header is None:
             raise ValueError("unsupported .npy version")
         shape, _, dtype = read_header(stream)
+        if not numeric_dtype(dtype):
+            raise ValueError(f"only numeric arrays are accepted, not {dtype.str!r}")
         size = dtype.itemsize
         for extent in shape:
             size *= extent
@@ -156,9 +171,9 @@ class Encoder:
         if module.startswith("numpy"):
             import numpy as np
 
-            if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+            if isinstance(value, np.ndarray) and numeric_dtype(value.dtype):
                 return {"$ndarray": self._blob(array_to_npy(value))}
-            if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+            if isinstance(value, np.generic) and numeric_dtype(value.dtype):
                 return {"$npscalar": value.dtype.str, "value": self.encode(value.item())}
         if module.startswith("torch"):
             import torch
