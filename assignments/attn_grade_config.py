@@ -49,3 +49,11 @@ c.GenerateFeedback.preprocessors = [
 # `nbgrader zip_collect` reads Canvas, Moodle and Blackboard downloads without a pattern
 # (autograder/nbgrader_bridge/lms.py); a named_regexp set in nbgrader_config.py still wins.
 c.ZipCollectApp.collector_plugin = "autograder.nbgrader_bridge.lms.LmsFileNameCollector"
+
+# Intake treats what students hand in as hostile data (autograder/nbgrader_bridge/intake.py):
+# zip_collect opens only the archives placed in the archive directory, one level deep and
+# within bounds; collect copies only regular files (a symlink to source/ is refused); export
+# writes a real CSV whose cells never start a spreadsheet formula.
+c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_bridge.intake.BoundedExtractor"
+c.ExchangeFactory.collect = "autograder.nbgrader_bridge.intake.SafeExchangeCollect"
+c.ExportApp.plugin_class = "autograder.nbgrader_bridge.intake.SafeCsvExport"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.exercises import EXERCISES
+from autograder.nbgrader_bridge.intake import valid_student_id
 
 # Files nbgrader itself writes into a submission, and editor leftovers.
 KNOWN = {"timestamp.txt", "submission_secret.txt", ".ipynb_checkpoints", ".DS_Store", "__MACOSX"}
@@ -82,6 +83,12 @@ def account(course: Path, exercises: list[str], copy: bool = True) -> Accounting
         return out
     for student_dir in _visible(root):
         student = student_dir.name
+        if not valid_student_id(student):
+            out.problems.append(
+                f"{student!a}: not a valid student id (letters, digits and . _ @ -, at "
+                "most 64), not graded"
+            )
+            continue
         if not student_dir.is_dir():
             out.problems.append(f"{_shown(student)}: a file directly in submitted/, not graded")
             continue
