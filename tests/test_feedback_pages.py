@@ -23,7 +23,13 @@ ANSWER_ATTACK = (
     "My answer.\n\n"
     f'<img src=x onerror="{planted("answer-img")}">\n\n'
     f"<script>{planted('answer-script')}</script>\n\n"
-    f'<svg><animate onbegin="{planted("answer-svg")}" attributeName=x dur=1s></svg>\n'
+    f'<svg><animate onbegin="{planted("answer-svg")}" attributeName=x dur=1s></svg>\n\n'
+    # issue 17: math rendered after the cleaning became MathML attributes (an overlay, a link)
+    r"$\style{position:fixed;top:0;left:0;width:100%;height:100%;background:white}"
+    r"{\text{Score: 10.0 / 10.0 all checks passed}}$ and $\href{javascript:alert(1)}{link}$"
+    r" and $\class{attn-grade-report}{x}$ and $\cssId{forged}{y}$ and $\sqrt{d_k}$"
+    '\n\n<div style="position:fixed;top:0">covered</div>'
+    '<a href="javascript:alert(2)">js</a>\n'
 )
 PRINTED = f'<img src=x onerror="{planted("printed")}">'
 # A student cell that prints markup whenever the demo cells call tokenize().
@@ -195,6 +201,16 @@ def test_no_student_markup_runs_in_pages(course, tmp_path, page):
     dom = dump_dom(path, tmp_path / "profile")
     assert f"<{MARKER}" not in dom, re.findall(rf"<{MARKER}[^>]*>", dom)
     assert "My answer." in dom, "the written answer is still shown"
+    student_part = dom.split("My answer.", 1)[1]  # the page's own CSS comes before
+    # as markup, never only as text (escaped HTML and neutralised TeX show the payload as text)
+    assert not re.search(r"<[a-z][^>]*\sstyle=", student_part, re.I), "a style attribute"
+    assert not re.search(r"<[a-z][^>]*\shref=[\"']?\s*javascript:", student_part, re.I)
+    assert not re.search(r"<[a-z][^>]*\sid=[\"']?forged", student_part, re.I)
+    assert not re.search(r"<m\w+[^>]*\s(style|href|class|id)=", student_part), "MathML attributes"
+    if page == "feedback":
+        assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
+    else:  # formgrader typesets with MathJax in the browser: its macros are neutralised
+        assert "\\style{" not in student_part and "\\href{" not in student_part
     assert 'class="forged"' not in dom, "a message forged a heading"
     report = re.search(r'<div class="attn-grade-report">(.*?)</div>', dom, re.S)
     assert report and "&lt;h1 class=forged&gt;Score: 10 / 10" in report[1], "shown as text"

@@ -12,11 +12,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from jinja2 import pass_context
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 from traitlets.config import Config
+
+from autograder.nbgrader_bridge.report_cell import REPORT_CELL_ID
+from autograder.nbgrader_bridge.sanitize import (
+    clean_output_html,
+    clean_student_html,
+    neutralise_tex,
+)
 
 TEMPLATES = Path(__file__).with_name("templates")
 # $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
@@ -41,6 +49,19 @@ class FeedbackExporter(HTMLExporter):
         paths = list(ours.HTMLExporter.get("extra_template_paths", []))
         ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path]
         super().__init__(config=ours, **kwargs)
+
+    @pass_context
+    def markdown2html(self, context, source):
+        """Markdown (with its offline MathML) as HTML, cleaned last (sanitize.py); the report
+        cell, ours (it replaces any cell of its id), keeps the classes that style it."""
+        cell = context.get("cell", {})
+        ours = cell.get("cell_type") == "markdown" and cell.get("id") == REPORT_CELL_ID
+        clean = clean_output_html if ours else clean_student_html
+        return clean(super().markdown2html(context, source))
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("clean_html", clean_output_html)  # outputs and comments: the same allow-list
 
 
 class GetGradesAndPending(GetGrades):
@@ -88,5 +109,5 @@ class RenderMathOffline(Preprocessor):
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown" and "$" in cell.source:
-            cell.source = math_to_mathml(cell.source)
+            cell.source = math_to_mathml(neutralise_tex(cell.source))
         return cell, resources

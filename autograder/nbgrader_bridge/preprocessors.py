@@ -23,14 +23,13 @@ from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.results import GradeReport
 from autograder.grading.runner import grade_loaded
-from autograder.nbgrader_bridge.report_cell import STATUS_WORDS, report_html
+from autograder.nbgrader_bridge.report_cell import REPORT_CELL_ID, STATUS_WORDS, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 from autograder.status import Status
 
 # Reports graded ahead of time by parallel workers (autograder.nbgrader_bridge.batch), keyed
 # by report_key(); used only if the sanitized notebook has exactly the same program.
 PRECOMPUTED: dict[str, dict] = {}
-REPORT_CELL_ID = "attn-grade-report"
 NOTES_KEY = "attn_grade_repairs"
 # The report of the autograded notebook (GradeReport.to_dict()), for `attn-grade report`.
 # Written by GradeWithChecks only: whatever a student put under this key is dropped first.

@@ -23,6 +23,9 @@ STATUS_WORDS = {
 }
 
 
+REPORT_CELL_ID = "attn-grade-report"  # the report cell's id (DeduplicateIds runs first)
+
+
 def escape(text: str) -> str:
     """Text as inert HTML inside a raw HTML block of a markdown cell: markup escaped, line
     breaks as <br> (a blank line would end the block), `$` and `\\` as entities (no math)."""
