@@ -1,5 +1,7 @@
 """Hidden checks of ex1_numpy_attention (8 points)."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -351,4 +353,32 @@ def test_score_variance_uses_its_arguments(submission, mistakes, seed):
     ensure(
         abs(wide[0] - 48) <= 4.8,
         f"the variance of q·k for d_k=48 should be near 48, got {wide[0]:.4g}",
+    )
+    expect_sampling_spread(submission, mistakes, seed)
+
+
+# The spread over seeds of a variance estimated from n samples of q·k (q, k ~ N(0, I_d)):
+# sd = sqrt((E[x^4] - d^2) / n) with E[x^4] = 3d^2 + 6d. Over 20 seeds the reference's observed
+# sd / theory stayed in 0.49 .. 1.64 in 2,000 trials (an E[x^2] estimator: 0.50 .. 1.55).
+SPREAD_D_K, SPREAD_N, SPREAD_SEEDS, SPREAD_RANGE = 10, 100, 20, (0.3, 3.0)
+
+
+def expect_sampling_spread(submission, mistakes, seed: int) -> None:
+    """The numbers come from n_samples random draws: a value made up to sit near d_k (with or
+    without a seeded wobble) does not shrink and grow with n_samples as an estimate does."""
+    d, n = SPREAD_D_K, SPREAD_N
+    values = [
+        float(submission.call("score_variance", d, n_samples=n, seed=seed + 101 + j)[0])
+        for j in range(SPREAD_SEEDS)
+    ]
+    theory = math.sqrt((2 * d * d + 6 * d) / n)
+    ratio = float(np.std(values, ddof=1)) / theory
+    low, high = SPREAD_RANGE
+    ensure(
+        math.isfinite(ratio) and low <= ratio <= high,
+        f"score_variance({d}, n_samples={n}) over {SPREAD_SEEDS} seeds varied by "
+        f"{ratio * theory:.3g} (standard deviation); a variance estimated from {n} samples of "
+        f"q·k varies by about {theory:.3g}: the numbers should come from n_samples random "
+        "draws",
+        mistake=mistakes["variance_not_sampled"] if ratio < low else None,
     )

@@ -341,6 +341,30 @@ def test_sentence_attention_is_seeded(submission, mistakes, rng, seed):
         first.shape != other.shape or not np.allclose(first, other, atol=1e-7),
         f"sentence_attention should return different weights for seeds {chosen} and {chosen + 1}",
     )
+    expect_built_on_the_notebooks_attention(submission, mistakes, sentence, kwargs)
+
+
+def expect_built_on_the_notebooks_attention(submission, mistakes, sentence, kwargs) -> None:
+    """The weights come from the notebook's own MultiHeadAttention (the contract: a seeded
+    embedding + the module above): with a stand-in whose weights are all 1/L, sentence_attention
+    returns exactly those. A made-up row-stochastic matrix does not."""
+    try:
+        original = submission.module_getattr("MultiHeadAttention")
+    except StudentError:
+        fail("sentence_attention should use the notebook's MultiHeadAttention, which is missing")
+    submission.module_setattr("MultiHeadAttention", submission.probe("uniform_attention_class"))
+    try:
+        _, weights = sentence_weights(submission, sentence, **kwargs)
+    finally:
+        submission.module_setattr("MultiHeadAttention", original)
+    length = len(sentence.split())
+    ensure(
+        weights.size > 0 and np.allclose(weights, 1.0 / length, atol=1e-6),
+        "sentence_attention should return the attention weights of the notebook's "
+        "MultiHeadAttention: with a MultiHeadAttention whose weights are all "
+        f"1/{length}, it returned others",
+        mistake=mistakes["sentence_weights_not_from_attention"],
+    )
 
 
 @check(

@@ -212,6 +212,18 @@ def score_variance(d_k, n_samples=10_000, seed=0):
 
 
 @CATALOGUE.mistake(
+    "variance_not_sampled",
+    "score_variance's numbers do not come from n_samples random draws (made up near d_k and "
+    "1, or always the same number of samples): they do not vary with the seed as an estimate "
+    "from n_samples draws does",
+    check="test_score_variance_uses_its_arguments",
+)
+def score_variance(d_k, n_samples=10_000, seed=0):
+    wobble = np.random.default_rng(seed).normal(scale=1e-3)
+    return float(d_k) * (1 + wobble), 1.0 + wobble
+
+
+@CATALOGUE.mistake(
     "scaled_by_sqrt_d_v",
     "the scores were divided by sqrt(d_v) (the size of V's rows) instead of sqrt(d_k)",
     check="test_sdpa_single_head_matches_reference",

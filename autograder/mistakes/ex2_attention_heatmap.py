@@ -373,6 +373,21 @@ def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
 
 
 @CATALOGUE.mistake(
+    "sentence_weights_not_from_attention",
+    "the weights were not computed by the notebook's MultiHeadAttention (a row-stochastic "
+    "matrix made some other way)",
+    check="test_sentence_attention_is_seeded",
+)
+def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
+    tokens = tokenize(sentence)
+    vocab = build_vocab(tokens)
+    table = torch.randn(len(vocab), d_model, generator=torch.Generator().manual_seed(seed))
+    x = table[[vocab[token] for token in tokens]]
+    scores = torch.stack([x @ x.T * (head + 1) / d_model for head in range(num_heads)])
+    return tokens, torch.softmax(scores, dim=-1).numpy()
+
+
+@CATALOGUE.mistake(
     "sentence_ignores_seed",
     "the embedding and the attention module were not "
     "created after torch.manual_seed(seed), so the same seed gives different weights",

@@ -38,8 +38,12 @@ def _runtime_parts() -> dict:
             for attr, member in list(vars(value).items()) if isinstance(value, type) else []:
                 if callable(member) and not attr.startswith("__"):
                     parts[f"{owner.__name__}.{name}.{attr}"] = member
-    for name in ("describe", "main"):
+    for name in ("describe", "main", "Integrity", "_runtime_parts", "_code_of"):
         parts[name] = globals().get(name)
+    # the snapshot's own checker: replacing it (`Integrity.changed = lambda self: []`) is
+    # tampering too; the server also holds the original, bound before any student code ran
+    for attr in ("__init__", "changed"):
+        parts[f"Integrity.{attr}"] = vars(Integrity).get(attr)
     return parts
 
 
@@ -227,7 +231,9 @@ class Server:
         sys.modules["__main__"] = self.module
         self.handles: dict[int, object] = {}
         self.next_handle = 1
-        self.integrity: Integrity | None = None  # set by main() before any student code runs
+        # set by main() before any student code runs: the bound method keeps the original
+        # checker even when a notebook rebinds Integrity.changed (which the snapshot reports)
+        self._integrity_changed = None
 
     # -- values -----------------------------------------------------------------------------
     def _handle_for(self, value) -> dict:
@@ -362,7 +368,7 @@ class Server:
             return response, []
 
     def _report_tampering(self, response: dict) -> None:
-        changed = self.integrity.changed() if self.integrity is not None else []
+        changed = self._integrity_changed() if self._integrity_changed is not None else []
         if changed:
             response["tampered"] = changed
 
@@ -386,7 +392,7 @@ def main() -> None:
     requests = os.fdopen(int(sys.argv[1]), "rb")
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
-    server.integrity = Integrity()
+    server._integrity_changed = Integrity().changed
     while True:
         try:
             header, blobs = wire.read_frame(requests)

@@ -148,6 +148,31 @@ def without_torch(function, *args, **kwargs):
         sys.modules.update(saved)
 
 
+def uniform_attention_class():
+    """A stand-in for a notebook's MultiHeadAttention (same constructor and forward contract)
+    whose attention weights are all 1/L: a function built on the notebook's class must then
+    return exactly those weights."""
+    import torch
+    import torch.nn as nn
+
+    class UniformAttention(nn.Module):
+        def __init__(self, d_model, num_heads, *args, **kwargs):
+            super().__init__()
+            self.d_model, self.num_heads = d_model, num_heads
+            self.head_dim = d_model // num_heads
+            for name in ("W_q", "W_k", "W_v", "W_o"):
+                setattr(self, name, nn.Linear(d_model, d_model))
+
+        def forward(self, x, mask=None, return_attention=False):
+            length = x.shape[-2]
+            shape = (*x.shape[:-2], self.num_heads, length, length)
+            weights = torch.full(shape, 1.0 / length, dtype=x.dtype)
+            return (x, weights) if return_attention else x
+
+    return UniformAttention
+
+
+PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
