@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from autograder.exercises import resolve
@@ -112,7 +112,9 @@ def mirror(entry: RosterEntry, cache: Path) -> Path:
     return path
 
 
-def committed_notebook(repo: Path, exercise: str, ref: str = "HEAD") -> tuple[bytes, datetime]:
+def committed_notebook(
+    repo: Path, exercise: str, ref: str = "HEAD"
+) -> tuple[bytes, datetime | None]:
     """The bytes of `<exercise>.ipynb` at `ref` and the commit's time (UTC)."""
     name = f"{exercise}.ipynb"
     listing = git("ls-tree", "-l", ref, "--", name, cwd=repo).decode().split()
@@ -122,7 +124,23 @@ def committed_notebook(repo: Path, exercise: str, ref: str = "HEAD") -> tuple[by
         raise CollectError(f"{name} is larger than {MAX_NOTEBOOK_BYTES} bytes")
     blob = git("cat-file", "blob", listing[2], cwd=repo)
     seconds = int(git("log", "-1", "--format=%ct", ref, cwd=repo).decode().strip())
-    return blob, datetime.fromtimestamp(seconds, tz=UTC)
+    return blob, commit_time(seconds)
+
+
+# A commit's time is whatever the student's git said. One outside this range (a date in the
+# year 33658 stopped the whole collect) is not believed: the collection time stands in for it.
+EARLIEST_COMMIT = datetime(2000, 1, 1, tzinfo=UTC)
+FUTURE_SLACK = timedelta(days=1)
+
+
+def commit_time(seconds: int, now: datetime | None = None) -> datetime | None:
+    """The commit time as a UTC datetime, or None when it is outside [2000, now + 1 day]."""
+    now = now or datetime.now(UTC)
+    try:
+        when = datetime.fromtimestamp(seconds, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return when if EARLIEST_COMMIT <= when <= now + FUTURE_SLACK else None
 
 
 def collect(
@@ -142,8 +160,14 @@ def collect(
         folder = course / "submitted" / entry.student / exercise
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{exercise}.ipynb").write_bytes(blob)
-        (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
         outcome[entry.student] = "collected"
+        if when is None:
+            when = datetime.now(UTC)
+            outcome[entry.student] = (
+                "collected; its commit time is not believable (before 2000 or in the future): "
+                "the collection time stands for it"
+            )
+        (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
     return outcome
 
 

@@ -9,6 +9,7 @@ import io
 import logging
 import os
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,37 @@ def test_a_student_folder_with_an_unsafe_name_is_listed_not_graded(tmp_path):
     out = account(tmp_path, [EX1], copy=False)
     assert [student for _, student, _ in out.found] == ["alice"]
     assert len(out.problems) == 2 and all("\x1b" not in p for p in out.problems)
+
+
+def _repo(root: Path, name: str, date: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+    env |= {"GIT_AUTHOR_NAME": "s", "GIT_AUTHOR_EMAIL": "s@x", "GIT_COMMITTER_NAME": "s"}
+    env |= {"GIT_COMMITTER_EMAIL": "s@x"}
+    work = root / name
+    work.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "w"]):
+        if args[0] == "add":
+            (work / NOTEBOOK).write_text(name)
+        subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+    return f"file://{work}"
+
+
+def test_a_commit_dated_far_away_does_not_stop_classroom_collect(tmp_path):
+    from autograder.ci.classroom_repos import RosterEntry, collect
+
+    roster = [
+        RosterEntry("eve", _repo(tmp_path, "eve", "@1000000000000 +0000")),  # year 33658
+        RosterEntry("old", _repo(tmp_path, "old", "@100 +0000")),  # 1970
+        RosterEntry("alice", _repo(tmp_path, "alice", "2026-11-20T10:00:00+00:00")),
+    ]
+    course = tmp_path / "course"
+    outcome = collect(roster, EX1, course, cache=tmp_path / "cache")
+    assert outcome["alice"] == "collected"
+    for student in ("eve", "old"):
+        assert outcome[student].startswith("collected; its commit time is not believable")
+        stamp = (course / "submitted" / student / EX1 / "timestamp.txt").read_text()
+        assert stamp.startswith(str(datetime.now(UTC).year))
+    alice = (course / "submitted" / "alice" / EX1 / "timestamp.txt").read_text()
+    assert alice.startswith("2026-11-20 10:00:00")
