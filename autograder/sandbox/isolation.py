@@ -99,12 +99,36 @@ class Isolation:
         return False  # the grader's own uid reads what the grader reads
 
 
+HIDDEN_PACKAGES = ("autograder", "reference")  # the checks, the catalogues, the reference
+
+
 def hidden_paths() -> list[Path]:
     """What the child must never read: the grader package (checks, mistake catalogues) and the
-    reference solutions, wherever they are installed (checkout, wheel, sdist)."""
+    reference solutions, wherever they are installed (checkout, wheel, sdist) and every other
+    importable copy of them (a wheel installed beside a checkout, a copy on a .pth path)."""
     import reference
 
-    return [PACKAGE_DIR, Path(reference.__file__).resolve().parent]
+    found = {PACKAGE_DIR, Path(reference.__file__).resolve().parent}
+    for entry in _import_roots():
+        for name in HIDDEN_PACKAGES:
+            candidate = Path(entry) / name
+            if (candidate / "__init__.py").is_file():
+                found.add(candidate.resolve())
+    return sorted(found)
+
+
+def _import_roots() -> list[str]:
+    """Directories the child's interpreter may import packages from: this process's path
+    (site-packages, .pth additions) and every site-packages of the Python roots."""
+    roots = {p for p in sys.path if p and os.path.isdir(p)}
+    for root in python_roots():
+        for pattern in (
+            "lib/python*/site-packages",
+            "lib/python*/dist-packages",
+            "lib64/python*/site-packages",
+        ):
+            roots.update(str(p) for p in Path(root).glob(pattern))
+    return sorted(roots)
 
 
 def _others_can_enter(path: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -205,3 +206,55 @@ def test_build_leaves_the_course_unreadable_to_others(tmp_path):
     course = tmp_path / "course"
     build_course(course, ["ex4_gqa_analysis"], release=False)
     assert course.stat().st_mode & 0o007 == 0
+
+
+STEAL_COPY = r"""
+import json, sys
+from autograder.grading.submission import ProgramCell, Submission
+from autograder.sandbox import isolation
+from autograder.sandbox.limits import Limits
+CELL = '''
+import os, sys
+def steal():
+    found = []
+    for entry in sys.path:
+        path = os.path.join(entry, "reference", "ex1_numpy_attention.py")
+        try:
+            found.append(open(path).read()[:40])
+        except OSError:
+            pass
+    try:
+        import reference.ex1_numpy_attention as stolen
+        found.append(stolen.__file__)
+    except Exception:
+        pass
+    return found
+'''
+level = isolation.choose(sys.argv[1])
+with Submission([ProgramCell("cell 1", CELL)], Limits(), level=level) as submission:
+    print(json.dumps(submission.call("steal")))
+"""
+
+
+@pytest.mark.parametrize("level", [p for p in _params() if p.values[0] != "rlimits"])
+def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp_path):
+    """A second installed copy (a wheel's `reference` in the venv beside the checkout the
+    grader runs from) was not masked: 8/8 at `jail` by import."""
+    python = venv() / "bin" / "python"
+    site = next((venv() / "lib").glob("python*/site-packages"))
+    copy = site / "reference"
+    shutil.copytree(ROOT / "reference", copy, dirs_exist_ok=True)
+    try:
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
+        done = subprocess.run(
+            [str(python), "-c", STEAL_COPY, level],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
