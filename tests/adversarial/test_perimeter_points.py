@@ -70,3 +70,50 @@ def test_replacing_the_snapshots_checker_is_tampering(tmp_path):
     report = graded(EX2, tmp_path, DEFEAT_SNAPSHOT)
     assert report.status == "tampered"
     assert report.score < 8
+
+
+EX3 = "ex3_transformer_classifier"
+# No TransformerEncoder and no LSTM: modules that report a structure they do not have.
+FAKE_STRUCTURE = """
+import torch
+import torch.nn as nn
+
+def _imposter(module_name, qualname):
+    return type(qualname, (nn.Module,), {"__module__": module_name, "__qualname__": qualname})
+
+class TransformerClassifier(nn.Module):
+    def __init__(self, vocab_size=100, d_model=64, nhead=4, num_layers=2, num_classes=2,
+                 dim_feedforward=128, dropout=0.0):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.head = nn.Linear(d_model, num_classes)
+        fake = _imposter("torch.nn.modules.transformer", "TransformerEncoder")()
+        fake.num_layers, fake.batch_first = num_layers, True
+        self.encoder = fake
+        self.encoder.layers = nn.ModuleList(
+            [_imposter("torch.nn.modules.transformer", "TransformerEncoderLayer")()
+             for _ in range(num_layers)])
+
+    def forward(self, x):
+        return self.head(self.embed(x).mean(dim=1))
+
+
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=64, num_classes=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_dim)
+        self.head = nn.Linear(embed_dim, num_classes)
+        self.lstm = _imposter("torch.nn.modules.rnn", "LSTM")()
+
+    def forward(self, x):
+        return self.head(self.embed(x).cumsum(dim=1)[:, -1])
+"""
+
+
+@pytest.mark.ex3
+def test_a_structure_that_names_itself_earns_nothing(tmp_path):
+    report = graded(EX3, tmp_path, FAKE_STRUCTURE)
+    structure = [c for c in report.checks if "structure" in c.name]
+    assert structure and all(c.points == 0 for c in structure), [
+        (c.name, c.points) for c in structure
+    ]

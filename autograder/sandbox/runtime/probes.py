@@ -4,6 +4,8 @@ They return plain data only. They run on the student's objects, so their answers
 trustworthy as those objects: the parent treats them like any other output of the submission.
 """
 
+import sys
+
 
 def _text(items) -> list[str]:
     return [item.get_text() for item in items]
@@ -73,29 +75,58 @@ def figure_summary(figure) -> dict:
     return {"axes": axes_list}
 
 
+def _real_class_name(cls) -> str:
+    """The dotted name of the most derived real PyTorch class in `cls`'s MRO (a class whose
+    module really holds it under that name), else the notebook class's own name marked as
+    such: a class that only names itself `torch.nn....TransformerEncoder` is not one."""
+    for base in cls.__mro__:
+        name = f"{base.__module__}.{base.__qualname__}"
+        if not name.startswith("torch.") or base.__qualname__ == "Module":
+            continue
+        home = sys.modules.get(base.__module__)
+        if home is not None and vars(home).get(base.__qualname__) is base:
+            return name
+    return f"notebook.{cls.__qualname__}"
+
+
+def _named_modules(module, prefix: str = "", seen=None):
+    """nn.Module's own traversal, read from each module's `_modules` dict directly: a module
+    that overrides named_modules(), modules() or parameters() cannot report what it has not."""
+    seen = set() if seen is None else seen
+    if id(module) in seen:
+        return
+    seen.add(id(module))
+    yield prefix, module
+    children = object.__getattribute__(module, "_modules")
+    for name, child in list(dict.items(children)):
+        if child is not None:
+            yield from _named_modules(child, f"{prefix}.{name}" if prefix else name, seen)
+
+
 def module_summary(module) -> dict:
     """Class, parameter counts and `batch_first` of an nn.Module and its named submodules."""
     import torch.nn as nn
 
-    if not isinstance(module, nn.Module):
+    if not isinstance(module, nn.Module) or nn.Module not in type(module).__mro__:
         raise TypeError(f"expected an nn.Module, got {type(module).__name__}")
-    submodules = []
-    for name, child in module.named_modules():
-        cls = type(child)
+    submodules, parameters = [], {}
+    for name, child in _named_modules(module):
         submodules.append(
             {
                 "name": name,
-                "class": f"{cls.__module__}.{cls.__qualname__}",
+                "class": _real_class_name(type(child)),
                 "batch_first": getattr(child, "batch_first", None),
                 "num_layers": getattr(child, "num_layers", None),
             }
         )
-    parameters = list(module.parameters())
+        for parameter in dict.values(object.__getattribute__(child, "_parameters")):
+            if parameter is not None:
+                parameters[id(parameter)] = parameter
     return {
         "submodules": submodules,
-        "trainable_parameters": sum(p.numel() for p in parameters if p.requires_grad),
-        "parameters": sum(p.numel() for p in parameters),
-        "training": bool(module.training),
+        "trainable_parameters": sum(p.numel() for p in parameters.values() if p.requires_grad),
+        "parameters": sum(p.numel() for p in parameters.values()),
+        "training": bool(object.__getattribute__(module, "training")),
     }
 
 
