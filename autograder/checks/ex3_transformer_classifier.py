@@ -307,6 +307,14 @@ def test_transformer_classifier_logits_per_sample(submission, mistakes, rng, see
         fail(str(error), mistake=mistakes["pooled_over_features"] if wrong_axis else None)
     classes, seq_first = config["num_classes"], mistakes["batch_first_forgotten"]
     expect_per_sample_logits(model, x, classes, rng, what, seq_first)
+    # Every check of the classifier requires this one: none pays for logits that come from
+    # something other than a real nn.TransformerEncoder (module_summary names real classes only).
+    parts = submission.probe("module_summary", model)["submodules"]
+    encoder = next((part["class"] for part in parts if part["name"] == "encoder"), "nothing")
+    ensure(
+        encoder == "torch.nn.modules.transformer.TransformerEncoder",
+        f"{what}.encoder should be an nn.TransformerEncoder (the contract), got {encoder}",
+    )
 
 
 @check(
