@@ -11,7 +11,7 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
-CHECKS_VERSION = "3"
+CHECKS_VERSION = "4"
 _PACKAGE = Path(__file__).resolve().parent
 
 
