@@ -174,7 +174,26 @@ def python_roots() -> list[str]:
 
 
 # No /etc directory: only the few files Python needs (not /etc/shadow, not the host's config).
-SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys", "/dev"]
+SYSTEM_READ = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys", "/dev"]
+# /proc entries that belong to no process (cpuinfo, meminfo, sys, ...); the child's own
+# /proc/PID is added by the supervisor after the fork, without its `net` listing.
+PROC_NOT_SHARED = ("self", "thread-self", "net")
+
+
+def proc_shared_entries() -> list[str]:
+    """/proc without any process's directory and without the network listings, which outside a
+    network namespace show the host's UNIX socket paths (a fork server's, a grader's)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [
+        f"/proc/{name}"
+        for name in names
+        if not name.isdigit()
+        and name not in PROC_NOT_SHARED
+        and not os.path.islink(f"/proc/{name}")  # `mounts` -> self/mounts: the grader's
+    ]
 ETC_READ = ["/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
 
 
@@ -182,6 +201,7 @@ def readable_paths(exclude: list[Path] | None = None) -> list[str]:
     """Where the child may read and execute under Landlock: Python and system directories,
     with the hidden paths (and only them) cut out of any root that contains them."""
     roots = [*python_roots(), *[p for p in SYSTEM_READ + ETC_READ if os.path.exists(p)]]
+    roots += proc_shared_entries()
     excluded = [str(path) for path in (exclude if exclude is not None else hidden_paths())]
     allowed: list[str] = []
     for root in roots:

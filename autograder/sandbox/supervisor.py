@@ -78,33 +78,55 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str], listable: list
     ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | (FS_TRUNCATE if abi >= 3 else 0)
-    read_rights = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
-    for paths, rights in ((read, read_rights), (write, handled), (listable, FS_READ_DIR)):
-        for path in paths:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            allowed = rights
-            if not os.path.isdir(path):
-                allowed &= file_rights | (FS_IOCTL_DEV if abi >= 5 else 0)
-            rule = PathBeneathAttr(allowed, fd)
-            if (
-                libc.syscall(
-                    SYS_LANDLOCK_ADD_RULE,
-                    ruleset,
-                    LANDLOCK_RULE_PATH_BENEATH,
-                    ctypes.byref(rule),
-                    0,
-                )
-                < 0
-            ):
-                error = ctypes.get_errno()
-                os.close(fd)
-                raise OSError(error, f"landlock_add_rule failed for {path}")
-            os.close(fd)
+    for paths, rights in ((read, READ_RIGHTS), (write, handled), (listable, FS_READ_DIR)):
+        add_rules(ruleset, abi, paths, rights)
     return ruleset
+
+
+READ_RIGHTS = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+
+def add_rules(ruleset: int, abi: int, paths: list[str], rights: int) -> None:
+    """Allow `rights` beneath each of `paths` (missing paths are skipped; files get only the
+    rights a file can have)."""
+    file_rights = FS_EXECUTE | FS_WRITE_FILE | FS_READ_FILE | (FS_TRUNCATE if abi >= 3 else 0)
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        allowed = rights
+        if not os.path.isdir(path):
+            allowed &= file_rights | (FS_IOCTL_DEV if abi >= 5 else 0)
+        rule = PathBeneathAttr(allowed, fd)
+        added = libc.syscall(
+            SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0
+        )
+        error = ctypes.get_errno()
+        os.close(fd)
+        if added < 0:
+            raise OSError(error, f"landlock_add_rule failed for {path}")
+
+
+def own_proc_entries(pid: int) -> list[str]:
+    """The child's own /proc/PID entries without `net` (and each task's without `net`): the
+    Landlock view of /proc has no other process's directory and no network listing, not even
+    the child's own, which outside a network namespace is the host's (its UNIX socket paths).
+    Symbolic links (`root`, `cwd`, `exe`) are left out: a rule on them would allow their
+    target, `/` for `root`."""
+
+    def entries(directory: str, skip: tuple[str, ...]) -> list[str]:
+        return [
+            f"{directory}/{name}"
+            for name in os.listdir(directory)
+            if name not in skip and not os.path.islink(f"{directory}/{name}")
+        ]
+
+    base = f"/proc/{pid}"
+    found = entries(base, ("net", "task"))
+    for task in os.listdir(f"{base}/task"):
+        found += entries(f"{base}/task/{task}", ("net",))
+    return found
 
 
 def load_seccomp():
@@ -267,6 +289,8 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
         seccomp.install()  # every level: no other ABI, no socket(), no namespaces, ...
         if ruleset is not None:
+            add_rules(ruleset, config["landlock_abi"], own_proc_entries(os.getpid()), READ_RIGHTS)
+            add_rules(ruleset, config["landlock_abi"], [f"/proc/{os.getpid()}", f"/proc/{os.getpid()}/task"], FS_READ_DIR)
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         os.execve(config["argv"][0], config["argv"], config["env"])
@@ -289,6 +313,7 @@ def main() -> None:
             ruleset = landlock_ruleset(
                 abi, landlock["read"], landlock["write"], landlock.get("list", [])
             )
+            config["landlock_abi"] = abi
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)

@@ -62,11 +62,15 @@ def reached(venv):
     def measure(level: str) -> dict:
         if level in results:
             return results[level]
+        marker = tempfile.mktemp(prefix="attn-adv-listener-", dir="/tmp")
+        host_unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        host_unix.bind(marker)
+        host_unix.listen(1)
         listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         listener.bind(("127.0.0.1", 0))
         listener.settimeout(0.5)
         python = sys.executable if level == "jail" else str(venv() / "bin" / "python")
-        env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_ADV_SECRET": marker}
         if level == "rlimits":
             env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
         done = subprocess.run(
@@ -84,14 +88,17 @@ def reached(venv):
         except TimeoutError:
             found["udp_received"] = ""
         listener.close()
+        host_unix.close()
+        os.unlink(marker)
+        found["host_marker"] = marker
         results[level] = found
         return found
 
     return measure
 
 
-def _params():
-    for level in LEVELS:
+def _params(without: tuple[str, ...] = ()):
+    for level in [level for level in LEVELS if level not in without]:
         reason = _missing(level)
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         yield pytest.param(level, id=level, marks=marks)
@@ -123,6 +130,16 @@ def test_no_socket_of_any_family(level, reached):
     found = reached(level)
     assert {k: v for k, v in found["sockets"].items() if v == "open"} == {}
     assert found["udp_received"] == ""
+
+
+@pytest.mark.parametrize("level", list(_params(without=("rlimits",))))
+def test_no_host_socket_listing_nor_grader_environment(level, reached):
+    """A host UNIX listener (as a fork server's) is named in no /proc file the child can read,
+    and the grader's environment is not readable; `rlimits` (trusted code only) has no
+    filesystem view of its own and is not measured here."""
+    found = reached(level)
+    readable = {path: text for path, text in found["proc_net"].items() if found["host_marker"] in text}
+    assert readable == {}
 
 
 @pytest.mark.parametrize("level", list(_params()))
@@ -245,7 +262,7 @@ def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp
     copy = site / "reference"
     shutil.copytree(ROOT / "reference", copy, dirs_exist_ok=True)
     try:
-        env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_ADV_SECRET": marker}
         done = subprocess.run(
             [str(python), "-c", STEAL_COPY, level],
             cwd=ROOT,
