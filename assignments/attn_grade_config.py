@@ -14,7 +14,7 @@ c.OverwriteCells.add_missing_cells = True
 # (and told so) instead of aborting the whole batch; GradeWithChecks replaces nbgrader's Execute
 # and writes each grade cell's messages and points (partial credit) for SaveAutoGrades.
 c.Autograde.sanitize_preprocessors = [
-    "autograder.nbgrader_bridge.preprocessors.RepairSubmission",
+    "autograder.nbgrader_plugins.preprocessors.RepairSubmission",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -24,8 +24,8 @@ c.Autograde.sanitize_preprocessors = [
 # SanitizeStudentHTML cleans student-written HTML out of markdown cells first: formgrader and
 # the feedback render the autograded notebook with templates that do not sanitize markdown.
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader_bridge.sanitize.SanitizeStudentHTML",
-    "autograder.nbgrader_bridge.preprocessors.GradeWithChecks",
+    "autograder.nbgrader_plugins.sanitize.SanitizeStudentHTML",
+    "autograder.nbgrader_plugins.preprocessors.GradeWithChecks",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -37,23 +37,23 @@ c.Autograde.autograde_preprocessors = [
 # Formgrader and the feedback render HTML outputs (text/html, markdown) through bleach.
 c.HTMLExporter.sanitize_html = True
 
-# Feedback that reads well offline (autograder/nbgrader_bridge/feedback.py): our template on top
+# Feedback that reads well offline (autograder/nbgrader_plugins/feedback.py): our template on top
 # of nbgrader's, "not graded yet" for the written answer until it is, math as MathML.
-c.GenerateFeedback.exporter_class = "autograder.nbgrader_bridge.feedback.FeedbackExporter"
+c.GenerateFeedback.exporter_class = "autograder.nbgrader_plugins.feedback.FeedbackExporter"
 c.GenerateFeedback.preprocessors = [
-    "autograder.nbgrader_bridge.feedback.GetGradesAndPending",
+    "autograder.nbgrader_plugins.feedback.GetGradesAndPending",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.nbgrader_bridge.feedback.RenderMathOffline",
+    "autograder.nbgrader_plugins.feedback.RenderMathOffline",
 ]
 
 # `nbgrader zip_collect` reads Canvas, Moodle and Blackboard downloads without a pattern
-# (autograder/nbgrader_bridge/lms.py); a named_regexp set in nbgrader_config.py still wins.
-c.ZipCollectApp.collector_plugin = "autograder.nbgrader_bridge.lms.LmsFileNameCollector"
+# (autograder/nbgrader_plugins/lms.py); a named_regexp set in nbgrader_config.py still wins.
+c.ZipCollectApp.collector_plugin = "autograder.nbgrader_plugins.lms.LmsFileNameCollector"
 
-# Intake treats what students hand in as hostile data (autograder/nbgrader_bridge/intake.py):
+# Intake treats what students hand in as hostile data (autograder/nbgrader_plugins/intake.py):
 # zip_collect opens only the archives placed in the archive directory, one level deep and
 # within bounds; collect copies only regular files (a symlink to source/ is refused); export
 # writes a real CSV whose cells never start a spreadsheet formula.
-c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_bridge.intake.BoundedExtractor"
-c.ExchangeFactory.collect = "autograder.nbgrader_bridge.intake.SafeExchangeCollect"
-c.ExportApp.plugin_class = "autograder.nbgrader_bridge.intake.SafeCsvExport"
+c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_plugins.intake.BoundedExtractor"
+c.ExchangeFactory.collect = "autograder.nbgrader_plugins.intake.SafeExchangeCollect"
+c.ExportApp.plugin_class = "autograder.nbgrader_plugins.intake.SafeCsvExport"

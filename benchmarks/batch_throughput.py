@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.build.course import tool_env
+from autograder.course.build import tool_env
 from autograder.exercises import EXERCISES
 
 RESULTS = Path(__file__).with_name("results")
@@ -80,7 +80,7 @@ def fresh_copy(demo: Path, target: Path) -> Path:
 
 def ours(demo: Path, root: Path, name: str, *options: str) -> tuple[float, float]:
     course = fresh_copy(demo, root / name)
-    command = [sys.executable, "-m", "autograder.cli", "autograde", "--course", str(course)]
+    command = [sys.executable, "-m", "autograder.cli.app", "autograde", "--course", str(course)]
     return timed([*command, *options], root)
 
 
@@ -129,7 +129,7 @@ def main() -> None:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     demo = root / "demo"
-    timed([sys.executable, "-m", "autograder.cli", "demo", "--course", str(demo)], root)
+    timed([sys.executable, "-m", "autograder.cli.app", "demo", "--course", str(demo)], root)
     stock = fresh_copy(demo, root / "stock")
     (stock / "nbgrader_config.py").write_text(STOCK_CONFIG)
     nbgrader = [sys.executable, "-m", "nbgrader", "autograde"]

@@ -30,8 +30,8 @@ RESULTS = Path(__file__).with_name("results")
 def write_source(exercise: str, folder: Path) -> Path:
     import nbformat
 
-    from autograder.build.notebook import to_notebook
-    from autograder.build.render import render_cells
+    from autograder.notebooks.notebook import to_notebook
+    from autograder.notebooks.render import render_cells
 
     path = folder / f"{exercise}.ipynb"
     nbformat.write(to_notebook(render_cells(exercise), exercise, "en"), path)
@@ -56,7 +56,7 @@ def time_execution(path: Path) -> float:
 def time_grading(path: Path) -> tuple[float, float]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        [sys.executable, "-m", "autograder.cli.app", "grade", str(path), "--format", "json"],
         capture_output=True,
         text=True,
         check=True,

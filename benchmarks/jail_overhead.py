@@ -61,8 +61,8 @@ def sandbox_cycle(python: str, level: str, env: dict[str, str]) -> float:
 def write_reference(folder: Path) -> Path:
     import nbformat
 
-    from autograder.build.notebook import to_notebook
-    from autograder.build.render import render_cells
+    from autograder.notebooks.notebook import to_notebook
+    from autograder.notebooks.render import render_cells
 
     path = folder / "ex1_numpy_attention.ipynb"
     nbformat.write(
@@ -86,7 +86,7 @@ def main() -> None:
         notebook = str(write_reference(Path(folder)))
         for level, python in runs:
             bare = median_time([python, "-c", BARE], args.repeat, env)
-            grade_command = [python, "-m", "autograder.cli", "grade", notebook]
+            grade_command = [python, "-m", "autograder.cli.app", "grade", notebook]
             grade = median_time([*grade_command, "--isolation", level], args.repeat, env)
             cycle = sandbox_cycle(python, level, env)
             row = {

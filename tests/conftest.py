@@ -8,10 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.build.course import build_course
-from autograder.build.notebook import to_notebook
-from autograder.build.render import render_cells
+from autograder.course.build import build_course
 from autograder.exercises import EXERCISES, short_name
+from autograder.notebooks.notebook import to_notebook
+from autograder.notebooks.render import render_cells
 
 # Kernels and nbgrader processes started by the tests use one thread each, as the grader's
 # sandbox does: with `pytest -n 2` on two cores, more threads only fight over the cores.
@@ -78,3 +78,9 @@ def wheel_bin(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel-install")
     wheel = build_wheel(root / "wheel")
     return install_wheel(wheel, root / "venv")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One marker per exercise (`-m ex3`), from the registry: no list of ids to keep in step."""
+    for exercise in EXERCISES:
+        config.addinivalue_line("markers", f"{short_name(exercise)}: {exercise}")

@@ -9,16 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.build.course import tool_env
-from autograder.nbgrader_bridge.demo import student_notebook
+from autograder.course.build import tool_env
+from autograder.course.demo import student_notebook
 
 
 def nbgrader(
     cwd: Path, *args: str, check: bool = True, plain: bool = False
 ) -> subprocess.CompletedProcess:
     """The nbgrader command line: nbgrader's own main(), started through our wrapper that skips
-    a 2 s optional import (autograder/_speedups.py); `plain=True` runs `python -m nbgrader`."""
-    module = "nbgrader" if plain else "autograder.nbgrader_bridge.nbgrader_main"
+    a 2 s optional import (autograder/core/speedups.py); `plain=True` runs `python -m nbgrader`."""
+    module = "nbgrader" if plain else "autograder.nbgrader_plugins.nbgrader_main"
     done = subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,
@@ -34,7 +34,7 @@ def nbgrader(
 def attn_grade(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The attn-grade command line; `env` adds to (or overrides) the tool environment."""
     return subprocess.run(
-        [sys.executable, "-m", "autograder.cli", *args],
+        [sys.executable, "-m", "autograder.cli.app", *args],
         env={**tool_env(), **(env or {})},
         capture_output=True,
         text=True,

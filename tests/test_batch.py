@@ -94,7 +94,7 @@ def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course)
 
 
 def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
-    from autograder.nbgrader_bridge.batch import _pool_context
+    from autograder.batch.engine import _pool_context
 
     assert _pool_context(["json"]).get_start_method() == "forkserver"
     monkeypatch.setattr(tempfile, "tempdir", "/tmp/" + "x" * 80)
@@ -148,7 +148,7 @@ def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
 
     from nbgrader.api import Gradebook
 
-    from autograder.nbgrader_bridge.batch import Outcome, Submitted, score_table, table_notes
+    from autograder.batch.engine import Outcome, Submitted, score_table, table_notes
 
     url = f"sqlite:///{tmp_path / 'gradebook.db'}"
     with Gradebook(url) as gradebook:
@@ -173,7 +173,7 @@ def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
 def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path, capsys):
     from concurrent.futures import Future
 
-    from autograder.nbgrader_bridge.batch import Batch, Progress, Submitted, table_notes
+    from autograder.batch.engine import Batch, Progress, Submitted, table_notes
 
     batch = Batch(api=None, course=tmp_path, level="jail")
     items = [Submitted(EXERCISE, s, tmp_path / f"{s}.ipynb") for s in ("alice", "worker failed")]

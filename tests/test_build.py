@@ -10,10 +10,10 @@ import nbformat
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-from autograder.build import solutions
-from autograder.build.cells import TemplateError, parse_cells
-from autograder.build.render import render_cells
 from autograder.exercises import AUTO_POINTS, MANUAL_POINTS, reference_module
+from autograder.notebooks import solutions
+from autograder.notebooks.cells import TemplateError, parse_cells
+from autograder.notebooks.render import render_cells
 from tests.conftest import exercise_params, source_notebook
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -90,7 +90,7 @@ def test_template_format_errors_are_reported():
 def test_committed_source_notebooks_are_current(exercise):
     """assignments/source holds the built English notebooks; rebuild after changing a template
     or a reference (`attn-grade build`)."""
-    from autograder.build.course import source_notebook_path
+    from autograder.course.build import source_notebook_path
     from autograder.exercises import PROJECT_ROOT
 
     committed = source_notebook_path(PROJECT_ROOT / "assignments", exercise)
@@ -101,7 +101,7 @@ def test_committed_source_notebooks_are_current(exercise):
 @pytest.mark.parametrize("exercise", exercise_params())
 def test_cell_roles_without_code_match_the_full_render(exercise):
     """Grading reads the cell roles from a render without reference code (no torch import)."""
-    from autograder.build.render import cell_roles
+    from autograder.notebooks.render import cell_roles
 
     full = {c.grade_id: c.role for c in render_cells(exercise) if c.grade_id}
     assert cell_roles(exercise) == full

@@ -8,10 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from autograder.authoring.catalogue import catalogue_for
 from autograder.ci.classroom import RUNNERS_VARIABLE, reporter_totals, runner_results
 from autograder.ci.junit import junit_tree
-from autograder.grading.results import CheckResult, GradeReport
-from autograder.mistakes import catalogue_for
+from autograder.core.results import CheckResult, GradeReport
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade
 

@@ -3,8 +3,8 @@ file, course id and exchange persist between builds, one exercise's rebuild touc
 
 from __future__ import annotations
 
-from autograder.build.course import build_course
-from autograder.nbgrader_bridge.course_api import nbgrader_api
+from autograder.course.api import nbgrader_api
+from autograder.course.build import build_course
 
 EX1, EX2 = "ex1_numpy_attention", "ex2_attention_heatmap"
 OURS = "c.ZipCollectApp.archive_directory = 'from-the-lms'\n"

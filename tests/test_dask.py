@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from autograder import audit
+from autograder.audit import log as audit
 from tests.nbgrader_helpers import attn_grade, submission_text
 from tests.test_resume import gradebook_rows
 

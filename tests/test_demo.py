@@ -6,18 +6,16 @@ import csv
 
 import pytest
 
-from autograder.exercises import EXERCISES
-from autograder.mistakes import catalogue_for
-from autograder.nbgrader_bridge.demo import DEMO_MISTAKES
+from autograder.authoring.catalogue import catalogue_for
+from autograder.exercises import EXERCISES, declaration
 from tests.nbgrader_helpers import attn_grade
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]
 
 
 def test_every_exercise_has_its_demo_mistake():
-    assert set(DEMO_MISTAKES) == set(EXERCISES)
-    for exercise, mistake_id in DEMO_MISTAKES.items():
-        assert catalogue_for(exercise)[mistake_id]
+    for exercise in EXERCISES:
+        assert catalogue_for(exercise)[declaration(exercise).demo_mistake]
 
 
 def test_demo_cycle_on_one_exercise(tmp_path):

@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from reference.ex4_gqa_analysis import (
+from autograder.exercises.ex4_gqa_analysis.reference import (
     GroupedQueryAttention,
     gqa_report,
     kv_cache_bytes,

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from reference.ex5_causal_mask import (
+from autograder.exercises.ex5_causal_mask.reference import (
     CausalTransformer,
     causal_mask,
     discretize_sine,

@@ -13,64 +13,19 @@ import inspect
 
 import pytest
 
-from autograder.build.render import render_cells
-from autograder.exercises import EXERCISES, checks_module_path, reference_module, short_name
+from autograder.exercises import (
+    EXERCISES,
+    checks_module_path,
+    declaration,
+    reference_module,
+    short_name,
+)
 from autograder.grading.runner import grade_notebook
+from autograder.notebooks.render import render_cells
 from tests.conftest import source_notebook, write_notebook
 
 FAKES = ("zeros", "constant", "nan", "identity", "raising")
 
-# The checks of each student function or class, by name prefix.
-CHECKS_OF = {
-    "ex1_numpy_attention": {
-        "make_qkv": ("test_make_qkv",),
-        "softmax": ("test_softmax",),
-        "scaled_dot_product_attention": ("test_sdpa",),
-        "max_abs_diff_vs_torch": ("test_max_abs_diff",),
-        "score_variance": ("test_score_variance",),
-    },
-    "ex2_attention_heatmap": {
-        "tokenize": ("test_tokenize",),
-        "build_vocab": ("test_build_vocab",),
-        "MultiHeadAttention": ("test_mha",),
-        "sentence_attention": ("test_sentence_attention",),
-        "plot_attention": ("test_plot_attention",),
-        "strongest_attention": ("test_strongest_attention",),
-    },
-    "ex3_transformer_classifier": {
-        "make_mean_dataset": ("test_mean_dataset",),
-        "PositionalEncoding": ("test_positional_encoding",),
-        "TransformerClassifier": ("test_transformer_classifier",),
-        "LSTMClassifier": ("test_lstm",),
-        "count_parameters": ("test_count_parameters",),
-        "train_classifier": ("test_train_classifier",),
-        "evaluate_accuracy": ("test_evaluate_accuracy",),
-    },
-    "ex4_gqa_analysis": {
-        "GroupedQueryAttention": (
-            "test_gqa_projection",
-            "test_gqa_output_shape",
-            "test_gqa_rejects",
-            "test_gqa_matches",
-            "test_gqa_kv_head",
-            "test_gqa_bool_mask",
-        ),
-        "kv_projection_params": ("test_kv_projection_params",),
-        "kv_cache_bytes": ("test_kv_cache_bytes",),
-        "kv_cache_mib": ("test_kv_cache_mib",),
-        "gqa_report": ("test_gqa_report",),
-    },
-    "ex5_causal_mask": {
-        "causal_mask": ("test_causal_mask",),
-        "masked_attention": ("test_masked_attention",),
-        "discretize_sine": ("test_discretize_sine",),
-        "make_windows": ("test_make_windows",),
-        "split_holdout": ("test_split_holdout",),
-        "CausalTransformer": ("test_causal_transformer",),
-        "train_lm": ("test_train_lm",),
-        "next_token_accuracy": ("test_next_token_accuracy",),
-    },
-}
 
 # Defined in the fake's cell: the reference's output with every value replaced.
 FAKE_HELPER = """
@@ -147,7 +102,7 @@ def check_names(exercise: str) -> list[str]:
 
 
 def checks_of(exercise: str, target: str) -> list[str]:
-    prefixes = CHECKS_OF[exercise][target]
+    prefixes = declaration(exercise).checks_of[target]
     return [name for name in check_names(exercise) if name.startswith(prefixes)]
 
 
@@ -160,7 +115,7 @@ MATRIX = [
         marks=[getattr(pytest.mark, short_name(exercise)), pytest.mark.slow],
     )
     for exercise in EXERCISES
-    for target in CHECKS_OF[exercise]
+    for target in declaration(exercise).checks_of
     for kind in FAKES
 ]
 
@@ -169,12 +124,12 @@ MATRIX = [
 def test_every_check_belongs_to_one_function(exercise):
     """The matrix covers every check and every solution cell of the exercise."""
     owners = {
-        name: [t for t in CHECKS_OF[exercise] if name in checks_of(exercise, t)]
+        name: [t for t in declaration(exercise).checks_of if name in checks_of(exercise, t)]
         for name in check_names(exercise)
     }
     assert all(len(found) == 1 for found in owners.values()), owners
     solutions = {c.grade_id for c in render_cells(exercise) if c.role == "solution"}
-    assert set(CHECKS_OF[exercise]) == solutions
+    assert set(declaration(exercise).checks_of) == solutions
 
 
 @pytest.mark.parametrize(("exercise", "target", "kind"), MATRIX)

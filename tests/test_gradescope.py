@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from autograder.ci.gradescope import ROOT_VARIABLE, md_literal
+from autograder.core.versions import CHECKS_VERSION
 from autograder.grading.notebook import program_of, read_json
 from autograder.grading.runner import submission_seed
-from autograder.versions import CHECKS_VERSION
 from tests.conftest import source_notebook, write_notebook
 from tests.nbgrader_helpers import attn_grade
 from tests.wheel_venv import install_wheel

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.errors import IsolationError
+from autograder.core.errors import IsolationError
 from autograder.grading.submission import ProgramCell, StudentError, Submission
 from autograder.sandbox import cgroups, isolation, jail
 from autograder.sandbox.limits import Limits

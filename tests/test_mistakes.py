@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.build.render import render_cells
+from autograder.authoring.catalogue import catalogue_for
 from autograder.exercises import EXERCISES, short_name
 from autograder.grading.runner import grade_notebook
-from autograder.mistakes import catalogue_for
+from autograder.notebooks.render import render_cells
 from tests.conftest import source_notebook, write_notebook
 
 MISTAKES = [

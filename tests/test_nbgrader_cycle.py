@@ -9,9 +9,8 @@ import json
 
 import pytest
 
-from autograder.exercises import EXERCISES, checks_module_path, reference_module
-from autograder.mistakes import catalogue_for
-from autograder.nbgrader_bridge.demo import DEMO_MISTAKES
+from autograder.authoring.catalogue import catalogue_for
+from autograder.exercises import EXERCISES, checks_module_path, declaration, reference_module
 from tests.conftest import exercise_params
 from tests.nbgrader_helpers import (
     attn_grade,
@@ -100,7 +99,7 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
         gradebook.db.commit()
 
     feedback = {s: course / "feedback" / s / exercise / f"{exercise}.html" for s in students}
-    mistake = catalogue_for(exercise)[DEMO_MISTAKES[exercise]]
+    mistake = catalogue_for(exercise)[declaration(exercise).demo_mistake]
     assert mistake.description in feedback["bob"].read_text()
     # No line of a check module or of the reference may reach a student's feedback, unless it
     # is in what the student was given (the release) or wrote (the submission).

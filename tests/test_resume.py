@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from autograder import audit, faults
-from autograder.build.course import tool_env
-from autograder.sandbox.supervisor import stat_fields
+from autograder.audit import log as audit
+from autograder.core import faults
+from autograder.course.build import tool_env
+from autograder.sandbox.inside.supervisor import stat_fields
 from tests.nbgrader_helpers import attn_grade, submission_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]
@@ -45,7 +46,7 @@ def batch(course, *extra: str, kill_at: str | None = None) -> subprocess.Popen:
     env = tool_env()
     if kill_at:
         env[faults.VARIABLE] = kill_at
-    command = [sys.executable, "-m", "autograder.cli", "autograde", "--course", str(course)]
+    command = [sys.executable, "-m", "autograder.cli.app", "autograde", "--course", str(course)]
     return subprocess.Popen(
         [*command, "--workers", "2", *extra],
         env=env,
@@ -215,7 +216,7 @@ def test_forced_regrade_keeps_hand_grades_under_review(template, tmp_path):
 
 WATCHER = """
 import os, sys, time
-from autograder.nbgrader_bridge import recorder
+from autograder.batch import recorder
 if sys.argv[2] == "poll":  # a kernel without pidfds
     def no_pidfds(pid):
         raise OSError(38, "Function not implemented")

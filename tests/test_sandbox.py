@@ -13,9 +13,9 @@ import torch
 
 from autograder.grading.submission import ProgramCell, StudentError, Submission
 from autograder.sandbox import isolation
+from autograder.sandbox.inside import wire
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox, SandboxDied
-from autograder.sandbox.runtime import wire
 
 
 def roundtrip(value):

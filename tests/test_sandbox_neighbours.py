@@ -143,8 +143,8 @@ def test_two_gradings_in_threads_of_one_process_equal_serial_ones(tmp_path):
     taken one at a time, and each equals the same grading done alone."""
     import nbformat
 
-    from autograder.nbgrader_bridge.dask_grading import grade_on_worker
-    from autograder.versions import checks_digest
+    from autograder.batch.dask_cluster import grade_on_worker
+    from autograder.core.versions import checks_digest
     from tests.conftest import source_notebook
 
     exercise = "ex4_gqa_analysis"

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
+from autograder.exercises.ex4_gqa_analysis import reference as ref4
 
-from autograder.grading import figures
-from autograder.grading.expect import CheckFailed, expect_raises
-from autograder.grading.modules import module_output, module_outputs, without_raised
+from autograder.authoring import figures
+from autograder.authoring.catalogue import Raised, catalogue_for
+from autograder.authoring.expect import CheckFailed, expect_raises
+from autograder.authoring.modules import module_output, module_outputs, without_raised
 from autograder.grading.submission import StudentError
-from autograder.mistakes import Raised, catalogue_for
-from autograder.sandbox.runtime.probes import figure_summary
-from reference import ex4_gqa_analysis as ref4
+from autograder.sandbox.inside.probes import figure_summary
 
 WEIGHTS = np.random.default_rng(0).dirichlet(np.ones(4), size=4)
 TOKENS = ["w", "x", "y", "z"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.nbgrader_bridge.submitted import account
+from autograder.course.submitted import account
 from tests.nbgrader_helpers import attn_grade, scores, submission_text
 
 EX1 = "ex1_numpy_attention"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
 from autograder.grading.submission import Budget
-from autograder.mistakes import catalogue_for
 from autograder.sandbox import isolation
 from tests.adversarial.harness import DEBIAN_PYTHON, layered_venv, processes_with, remove
 from tests.conftest import source_notebook, with_student_cells, write_notebook
@@ -92,7 +92,7 @@ def test_results_file_written_by_grader_only(tmp_path):
     )
     path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
     done = subprocess.run(
-        [sys.executable, "-m", "autograder.cli", "grade", str(path), "--results", str(results)],
+        [sys.executable, "-m", "autograder.cli.app", "grade", str(path), "--results", str(results)],
         capture_output=True,
         text=True,
     )
@@ -187,7 +187,7 @@ def test_no_process_survives_grading(mode, tmp_path, grader_for):
     path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
     python, env = grader_for(mode)
     done = subprocess.run(
-        [python, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        [python, "-m", "autograder.cli.app", "grade", str(path), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -205,7 +205,7 @@ def test_killing_the_supervisor_gains_nothing(mode, tmp_path, grader_for):
     path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
     python, env = grader_for(mode)
     done = subprocess.run(
-        [python, "-m", "autograder.cli", "grade", str(path), "--format", "json"],
+        [python, "-m", "autograder.cli.app", "grade", str(path), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -221,7 +221,7 @@ def test_killing_the_supervisor_gains_nothing(mode, tmp_path, grader_for):
     not isolation.detect().landlock_abi, reason="this kernel has no Landlock: files are readable"
 )
 def test_reference_and_checks_are_unreadable_from_the_notebook(tmp_path):
-    import reference.ex1_numpy_attention as ref
+    import autograder.exercises.ex1_numpy_attention.reference as ref
 
     steal = f"exec(open({ref.__file__!r}).read())"
     release_like = source_notebook(EXERCISE, replace={"make_qkv": "def make_qkv():\n    pass"})

@@ -10,8 +10,9 @@ import json
 import numpy as np
 import pytest
 
+from autograder.authoring.expect import close, distinguish, within
+from autograder.core.status import Status
 from autograder.exercises import reference_module
-from autograder.grading.expect import close, distinguish, within
 from autograder.grading.runner import (
     UnknownExercise,
     choose_exercise,
@@ -19,7 +20,6 @@ from autograder.grading.runner import (
     submission_seed,
 )
 from autograder.grading.submission import Budget, ProgramCell
-from autograder.status import Status
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 EX1 = "ex1_numpy_attention"

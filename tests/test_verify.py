@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import audit
-from autograder.build.course import tool_env
+from autograder.audit import log as audit
+from autograder.authoring.catalogue import catalogue_for
+from autograder.core.versions import CHECKS_VERSION
+from autograder.course.build import tool_env
 from autograder.grading.runner import grade_notebook
-from autograder.mistakes import catalogue_for
-from autograder.versions import CHECKS_VERSION
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 EX = "ex1_numpy_attention"
@@ -59,7 +59,7 @@ def course_with(tmp_path: Path, graded, *records: dict, students=("alice", "bob"
 
 def attn_grade(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "autograder.cli", *args],
+        [sys.executable, "-m", "autograder.cli.app", *args],
         cwd=cwd,
         env=tool_env(),
         capture_output=True,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.versions import CHECKS_VERSION
 from autograder.exercises import PACKAGE_DIR
-from autograder.versions import CHECKS_VERSION
 
 pytestmark = pytest.mark.slow
 GRADED = ("ex1_numpy_attention", "ex4_gqa_analysis")

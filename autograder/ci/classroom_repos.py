@@ -52,7 +52,7 @@ class RosterEntry:
 
 def init_repo(exercise: str, target: Path, *, lang: str = "en") -> list[Path]:
     """Write the student repository template for `exercise` into `target`."""
-    from autograder.build.course import build_course
+    from autograder.course.build import build_course
 
     exercise = resolve(exercise)
     target.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,8 @@ import re
 import zipfile
 from pathlib import Path
 
+from autograder.core.results import GradeReport
 from autograder.exercises import resolve
-from autograder.grading.results import GradeReport
 
 ROOT_VARIABLE = "ATTN_GRADE_AUTOGRADER_ROOT"
 CONFIG_NAME = "attn-grade.json"

@@ -11,8 +11,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from autograder.grading.results import GradeReport
-from autograder.versions import CHECKS_VERSION, grader_version
+from autograder.core.results import GradeReport
+from autograder.core.versions import CHECKS_VERSION, grader_version
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 

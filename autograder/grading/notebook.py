@@ -12,9 +12,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.build.render import cell_roles
 from autograder.exercises import EXERCISES
 from autograder.grading.submission import ProgramCell
+from autograder.notebooks.render import cell_roles
 
 MAX_NOTEBOOK_BYTES = 16 << 20
 RUN_ROLES = ("setup", "solution", "student")

@@ -15,10 +15,11 @@ import traceback
 import numpy as np
 import pytest
 
-from autograder.grading.expect import CheckFailed
-from autograder.grading.results import CheckResult
+from autograder.authoring.catalogue import catalogue_for
+from autograder.authoring.expect import CheckFailed
+from autograder.core.results import CheckResult
+from autograder.exercises import EXERCISES, short_name
 from autograder.grading.submission import StudentError, Submission, Unavailable
-from autograder.mistakes import catalogue_for
 from autograder.sandbox.process import SandboxDied
 
 
@@ -131,7 +132,7 @@ class GradingPlugin:
         return catalogue_for(self.exercise)
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in ("ex1", "ex2", "ex3", "ex4", "ex5", "check(points, grade_id)"):
+        for marker in (*map(short_name, EXERCISES), "check(points, grade_id)"):
             config.addinivalue_line("markers", marker)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.errors import GraderError, UnknownExercise
+from autograder.core.errors import GraderError, UnknownExercise
+from autograder.core.results import CheckResult, GradeReport
+from autograder.core.text import clean_report
 from autograder.exercises import checks_module_path, resolve
 from autograder.grading.notebook import (
     InvalidNotebook,
@@ -24,9 +26,7 @@ from autograder.grading.notebook import (
     read_json,
 )
 from autograder.grading.plugin import GradingPlugin, derive_seed
-from autograder.grading.results import CheckResult, GradeReport
 from autograder.grading.submission import Budget, Submission
-from autograder.grading.text import clean_report
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 

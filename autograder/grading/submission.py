@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autograder.core.status import Status, worse
+from autograder.sandbox.inside import wire
 from autograder.sandbox.isolation import Isolation
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox, SandboxDied
-from autograder.sandbox.runtime import wire
-from autograder.status import Status, worse
 
 MAX_NOTES = 20  # notes (ignored magics, ...) kept per cell
 MAX_NOTE = 300  # characters per note

@@ -18,12 +18,12 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.build.render import cell_roles
+from autograder.core.results import CheckResult, GradeReport
+from autograder.core.status import Status
 from autograder.exercises import AUTO_POINTS, EXERCISES, MANUAL_POINTS
 from autograder.grading.notebook import InvalidNotebook, read_json
-from autograder.grading.results import CheckResult, GradeReport
-from autograder.nbgrader_bridge.preprocessors import REPORT_KEY
-from autograder.status import Status
+from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
+from autograder.notebooks.render import cell_roles
 
 NOT_GRADED = "not_graded"  # no report stored: nbgrader could not process the notebook
 
@@ -209,7 +209,7 @@ def _gradebook_rows(course: Path, exercises: list[str]) -> dict[tuple[str, str],
     """(exercise, student) -> auto score, manual backlog, "Not graded" note, from the gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from autograder.nbgrader_bridge.course_api import nbgrader_api
+    from autograder.course.api import nbgrader_api
 
     rows: dict[tuple[str, str], dict] = {}
     with Gradebook(nbgrader_api(course).coursedir.db_url) as gradebook:
@@ -235,7 +235,7 @@ def _gradebook_rows(course: Path, exercises: list[str]) -> dict[tuple[str, str],
 
 
 def _mistake_words(exercise: str) -> dict[tuple[str, str], str]:
-    from autograder.mistakes import catalogue_for
+    from autograder.authoring.catalogue import catalogue_for
 
     return {(exercise, m.id): m.description for m in catalogue_for(exercise)}
 

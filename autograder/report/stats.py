@@ -20,9 +20,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from autograder.grading.results import CheckResult
+from autograder.core.results import CheckResult
+from autograder.core.status import Status
 from autograder.report.data import Batch, Graded
-from autograder.status import Status
 
 UPPER_LOWER_SHARE = 0.27
 FLAG_NEVER_FAILS = "never fails"

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from autograder.errors import IsolationError
+from autograder.core.errors import IsolationError
 from autograder.sandbox import cgroups
-from autograder.sandbox.supervisor import landlock_abi
+from autograder.sandbox.inside.supervisor import landlock_abi
 
 LEVELS = ("jail", "uid", "landlock", "rlimits")
 ENVIRONMENT_VARIABLE = "ATTN_GRADE_ISOLATION"
@@ -99,16 +99,14 @@ class Isolation:
         return False  # the grader's own uid reads what the grader reads
 
 
-HIDDEN_PACKAGES = ("autograder", "reference")  # the checks, the catalogues, the reference
+HIDDEN_PACKAGES = ("autograder",)  # the exercises' checks, catalogues and references
 
 
 def hidden_paths() -> list[Path]:
     """What the child must never read: the grader package (checks, mistake catalogues) and the
     reference solutions, wherever they are installed (checkout, wheel, sdist) and every other
     importable copy of them (a wheel installed beside a checkout, a copy on a .pth path)."""
-    import reference
-
-    found = {PACKAGE_DIR, Path(reference.__file__).resolve().parent}
+    found = {PACKAGE_DIR}
     for entry in _import_roots():
         for name in HIDDEN_PACKAGES:
             candidate = Path(entry) / name
@@ -194,6 +192,8 @@ def proc_shared_entries() -> list[str]:
         and name not in PROC_NOT_SHARED
         and not os.path.islink(f"/proc/{name}")  # `mounts` -> self/mounts: the grader's
     ]
+
+
 ETC_READ = ["/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf"]
 
 

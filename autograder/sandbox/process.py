@@ -19,13 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograder.sandbox import cgroups, identity, isolation, jail
+from autograder.sandbox.inside import wire
+from autograder.sandbox.inside.supervisor import children_by_parent, descendants
 from autograder.sandbox.limits import Limits
-from autograder.sandbox.runtime import wire
-from autograder.sandbox.supervisor import children_by_parent, descendants
 
-RUNTIME_DIR = Path(__file__).with_name("runtime")
-SUPERVISOR = Path(__file__).with_name("supervisor.py")
-SECCOMP = Path(__file__).with_name("seccomp.py")  # loaded by the supervisor from beside it
+RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
+SUPERVISOR = RUNTIME_DIR / "supervisor.py"
+SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
 RUNTIME_FILES = ("child.py", "wire.py", "probes.py")
 
 

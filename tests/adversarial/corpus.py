@@ -4,7 +4,7 @@ An entry is the reference-filled source notebook of an exercise (`tests.conftest
 with some solution cells replaced (`replace`) and hostile student cells added (`cells`), or a
 raw file (`raw`, the broken-file cases). Its expected outcome is exact: every check of the
 exercise scores its full points except the checks in `fails`, which score 0; the status is one
-of `autograder.status.Status`; and no process carrying the entry's marker survives grading.
+of `autograder.core.status.Status`; and no process carrying the entry's marker survives grading.
 
 Cells may use these placeholders, filled per test from tests/adversarial/harness.py `Host`:
 @MARKER@ (a unique string; every process an entry starts carries it), @SECRET@ (a root-only 0600
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from autograder.status import Status
+from autograder.core.status import Status
 
 EX1 = "ex1_numpy_attention"
 EX4 = "ex4_gqa_analysis"
@@ -123,11 +123,11 @@ _STEAL_IMPORT = """import sys
 for root in ("@PROJECT@", "@SITE@"):
     sys.path.insert(0, root)
 try:
-    from reference.ex1_numpy_attention import max_abs_diff_vs_torch
+    from autograder.exercises.ex1_numpy_attention.reference import max_abs_diff_vs_torch
 except Exception as error:
     print(repr(error))
 try:
-    import autograder.checks.ex1_numpy_attention as leaked
+    import autograder.exercises.ex1_numpy_attention.checks as leaked
     raise RuntimeError(open(leaked.__file__).read()[:1900])
 except ImportError as error:
     print(repr(error))
@@ -316,7 +316,11 @@ ENTRIES: tuple[Entry, ...] = (
         "fs_checks_source",
         "filesystem",
         EX1,
-        (_READ.format(paths="['@CHECKS@', '@SITE@/autograder/checks/ex1_numpy_attention.py']"),),
+        (
+            _READ.format(
+                paths="['@CHECKS@', '@SITE@/autograder/exercises/ex1_numpy_attention/checks.py']"
+            ),
+        ),
     ),
     Entry(
         "fs_proc_snooping",

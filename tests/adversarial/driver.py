@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import autograder
+from autograder.core.text import format_report
 from autograder.grading.runner import grade_notebook
 from autograder.grading.submission import Budget
-from autograder.grading.text import format_report
 
 
 def _reset_peak_rss() -> None:

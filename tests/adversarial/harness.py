@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import reference.ex1_numpy_attention as reference_ex1
+import autograder.exercises.ex1_numpy_attention.reference as reference_ex1
 from autograder.exercises import checks_module_path
 
 ROOT = Path(__file__).resolve().parents[2]

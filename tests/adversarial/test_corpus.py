@@ -100,7 +100,7 @@ def test_corpus_entry(entry: Entry, level: str, drivers, host: Host, tmp_path):
     assert_outcome(entry, answer, host)
     if entry.cli:
         done = subprocess.run(
-            [*drivers(level).argv, "-m", "autograder.cli", "grade", str(path)],
+            [*drivers(level).argv, "-m", "autograder.cli.app", "grade", str(path)],
             cwd=ROOT,
             env=drivers(level).env,
             capture_output=True,

@@ -16,15 +16,15 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.nbgrader_bridge.intake import (
+from autograder.course.submitted import account
+from autograder.nbgrader_plugins.intake import (
     BoundedExtractor,
     SafeCsvExport,
     SafeExchangeCollect,
     csv_cell,
     valid_student_id,
 )
-from autograder.nbgrader_bridge.lms import lms_fields
-from autograder.nbgrader_bridge.submitted import account
+from autograder.nbgrader_plugins.lms import lms_fields
 from tests.nbgrader_helpers import attn_grade, nbgrader
 
 EX1 = "ex1_numpy_attention"
@@ -136,8 +136,8 @@ def test_collect_copies_only_regular_files(tmp_path):
 
 
 def test_the_course_config_uses_the_safe_intake(tmp_path):
-    from autograder.build.course import build_course
-    from autograder.nbgrader_bridge.course_api import nbgrader_api
+    from autograder.course.api import nbgrader_api
+    from autograder.course.build import build_course
 
     course = tmp_path / "course"
     build_course(course, [EX1], release=False)

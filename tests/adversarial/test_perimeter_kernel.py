@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.errors import IsolationError
-from autograder.sandbox import isolation, seccomp
+from autograder.core.errors import IsolationError
+from autograder.sandbox import isolation
+from autograder.sandbox.inside import seccomp
 from tests.adversarial.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
 
 LEVELS = ("jail", "uid", "landlock", "rlimits")
@@ -138,7 +139,9 @@ def test_no_host_socket_listing_nor_grader_environment(level, reached):
     and the grader's environment is not readable; `rlimits` (trusted code only) has no
     filesystem view of its own and is not measured here."""
     found = reached(level)
-    readable = {path: text for path, text in found["proc_net"].items() if found["host_marker"] in text}
+    readable = {
+        path: text for path, text in found["proc_net"].items() if found["host_marker"] in text
+    }
     assert readable == {}
 
 
@@ -218,7 +221,7 @@ def _refuses_until_private(no_landlock_uid: isolation.Isolation, tmp_path: Path)
 
 
 def test_build_leaves_the_course_unreadable_to_others(tmp_path):
-    from autograder.build.course import build_course
+    from autograder.course.build import build_course
 
     course = tmp_path / "course"
     build_course(course, ["ex4_gqa_analysis"], release=False)
@@ -241,7 +244,7 @@ def steal():
         except OSError:
             pass
     try:
-        import reference.ex1_numpy_attention as stolen
+        import autograder.exercises.ex1_numpy_attention.reference as stolen
         found.append(stolen.__file__)
     except Exception:
         pass
@@ -262,7 +265,7 @@ def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp
     copy = site / "reference"
     shutil.copytree(ROOT / "reference", copy, dirs_exist_ok=True)
     try:
-        env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_ADV_SECRET": marker}
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
         done = subprocess.run(
             [str(python), "-c", STEAL_COPY, level],
             cwd=ROOT,

@@ -1,0 +1,1 @@
+"""The audit log, and what reads it again: replay, verify, regrade --diff."""

@@ -1,0 +1,141 @@
+"""`attn-grade regrade --diff`: after a check change, what would each student's score become?
+
+Every submitted notebook is graded with the current checks (as `attn-grade autograde` would
+grade it: no recorded seed) and compared with what is recorded for it: the latest audit record,
+else the gradebook's auto score, else nothing ("new"). Nothing is written, neither the
+gradebook nor the audit log nor the course; `attn-grade autograde` writes the new grades.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from autograder.audit import log as audit
+from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
+from autograder.core.text import clean_text
+
+WRITE_HINT = "nothing was written; `attn-grade autograde` regrades and writes the new grades"
+
+
+@dataclass(frozen=True)
+class Before:
+    """What is recorded for a submission now."""
+
+    source: str  # "audit", "gradebook" or "new"
+    score: float | None = None
+    checks: dict[str, float] | None = None  # per check: the audit log only
+    notebook_sha256: str | None = None
+
+
+def gradebook_scores(course: Path, db_url: str | None, keys: list[tuple[str, str]]) -> dict:
+    """(exercise, student) -> auto score of the code cells in the gradebook. An sqlite
+    gradebook is opened read-only (nbgrader's Gradebook creates what is missing), and one that
+    does not exist is not opened."""
+    from autograder.course.api import CourseError, nbgrader_api
+
+    try:
+        api = nbgrader_api(course, db_url)
+    except CourseError:
+        return {}
+    url = api.coursedir.db_url
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        if not path.is_file():
+            return {}
+        url = f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&uri=true"
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = {}
+    with Gradebook(url, course_id=api.coursedir.course_id) as gradebook:
+        for exercise, student in keys:
+            try:
+                submission = gradebook.find_submission(exercise, student)
+            except MissingEntry:
+                continue
+            grades = [g for n in submission.notebooks for g in n.grades if g.cell_type == "code"]
+            found[(exercise, student)] = sum(g.auto_score or 0.0 for g in grades)
+    return found
+
+
+def recorded(course: Path, found: list, db_url: str | None) -> dict[tuple[str, str], Before]:
+    log = audit.read_warning(course, "regrade")
+    latest = log.latest()
+    before = {}
+    for exercise, student, _ in found:
+        line = latest.get((exercise, student))
+        if line is not None:
+            checks = {str(k): float(v) for k, v in line["checks"].items()}
+            score = float(line.get("score", sum(checks.values())))
+            before[(exercise, student)] = Before("audit", score, checks, line["notebook_sha256"])
+    missing = [(e, s) for e, s, _ in found if (e, s) not in before]
+    if missing:
+        for key, score in gradebook_scores(course, db_url, missing).items():
+            before[key] = Before("gradebook", score)
+    return before
+
+
+def change_line(
+    student: str, exercise: str, path: Path, old: Before, new: Outcome, width: int = 0
+) -> str:
+    """`alice  ex1_numpy_attention  6.5 -> 8 (+1.5)  test_x 0 -> 1.5` (and what else to know)."""
+    who = f"{clean_text(student, 80):<{width}}  {exercise}"
+    if new.error:
+        return f"{who}  {points(old.score)} -> ?  the regrade failed ({new.error})"
+    delta = "" if old.score is None else f" ({new.score - old.score:+g})"
+    text = f"{who}  {points(old.score) if old.score is not None else 'new'} -> "
+    text += f"{points(new.score)}{delta}"
+    notes = []
+    if old.checks is not None:
+        notes += check_changes(old.checks, new.checks)
+    elif old.source == "gradebook":
+        notes.append("was the gradebook's score (no audit record: no per-check points)")
+    if new.status != "ok":
+        notes.append(f"status {new.status}")
+    if old.notebook_sha256 and old.notebook_sha256 != audit.sha256_file(path):
+        notes.append("the notebook changed since it was recorded")
+    return text + ("  " + "; ".join(notes) if notes else "")
+
+
+def regrade_diff(
+    course: Path, exercises: list[str], *, workers: int = 2, db_url: str | None = None
+) -> int:
+    """Print each submission's score change and counts; write nothing. 1 when some
+    submission could not be graded (listed), else 0."""
+    from autograder.course.submitted import account
+
+    course = Path(course)
+    accounting = account(course, exercises, copy=False)
+    for problem in accounting.problems:
+        print(f"attn-grade regrade: {problem}", file=sys.stderr)
+    if not accounting.found:
+        print("attn-grade regrade: no submitted notebooks")
+        return 1 if accounting.problems else 0
+    before = recorded(course, accounting.found, db_url)
+    jobs = [Job(exercise, student, str(path)) for exercise, student, path in accounting.found]
+    counts = {"up": 0, "down": 0, "unchanged": 0, "new": 0, "failed": 0}
+    width = max(len(clean_text(student, 80)) for _, student, _ in accounting.found)
+    for (exercise, student, path), new in zip(
+        accounting.found, grade_all(jobs, workers), strict=True
+    ):
+        old = before.get((exercise, student), Before("new"))
+        print(change_line(student, exercise, path, old, new, width), flush=True)
+        counts[kind_of(old, new)] += 1
+    print(
+        f"\n{len(jobs)} submission(s): "
+        + ", ".join(f"{n} {kind}" for kind, n in counts.items() if n or kind != "failed")
+    )
+    print(WRITE_HINT)
+    return 1 if accounting.problems else 0
+
+
+def kind_of(old: Before, new: Outcome) -> str:
+    if new.error:
+        return "failed"
+    if old.score is None:
+        return "new"
+    if abs(new.score - old.score) < 1e-9:
+        return "unchanged"
+    return "up" if new.score > old.score else "down"

@@ -1,0 +1,127 @@
+"""Catalogues of named mistakes: a wrong implementation of one student function/class each.
+
+A catalogue module per exercise (`autograder/exercises/<exercise>/mistakes.py`) registers wrong
+versions of the contract's functions and classes, written under the contract's own names so that
+the source of each can replace the solution cell of that name in a notebook. Checks run them in the
+parent on their own inputs, and when a failing submission's output matches one, the failure
+names it. tests/test_mistakes.py proves each is caught by the check named here.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from autograder.exercises import mistakes_module, reference_module
+
+_BOUND: dict[tuple[str, str], Callable] = {}
+
+
+def _definition_source(implementation: Callable) -> str:
+    """The source of a function or class. For a class, inspect.getsource (Python 3.11) returns
+    the *first* class of that name in the module, and a catalogue defines many classes under
+    one name: find the class definition that holds one of its methods instead."""
+    methods = [f for f in vars(implementation).values() if inspect.isfunction(f)]
+    if not inspect.isclass(implementation) or not methods:
+        return inspect.getsource(implementation)
+    line = methods[0].__code__.co_firstlineno
+    source = inspect.getsource(inspect.getmodule(implementation))
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.ClassDef)
+            and node.name == implementation.__name__
+            and node.lineno <= line <= node.end_lineno
+        ):
+            return ast.get_source_segment(source, node, padded=True)
+    return inspect.getsource(implementation)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    description: str  # plain words, shown to students: "the scores were not divided by sqrt(d_k)"
+    target: str  # the function or class it replaces (also its solution cell's grade id)
+    check: str  # the check that must fail on it and name it
+    implementation: Callable
+
+    @property
+    def source(self) -> str:
+        """The implementation's source without the registering decorator."""
+        lines = textwrap.dedent(_definition_source(self.implementation)).splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
+        return "\n".join(lines[start:]) + "\n"
+
+    def bound(self, exercise: str) -> Callable:
+        """The implementation re-created in a copy of the reference module's namespace, so the
+        names it uses (imports, the other contract functions) mean what they mean in a notebook
+        whose other cells are the reference: exactly the notebook the mistake tests build."""
+        key = (exercise, self.id)
+        if key not in _BOUND:
+            namespace = dict(vars(reference_module(exercise)))
+            exec(compile(self.source, f"<mistake {self.id}>", "exec"), namespace)  # our own code
+            _BOUND[key] = namespace[self.target]
+        return _BOUND[key]
+
+    def label(self) -> str:
+        return f"known mistake `{self.id}`: {self.description}"
+
+
+@dataclass(frozen=True)
+class Raised:
+    """The outcome of a mistake that raises on the given inputs."""
+
+    type: str
+
+
+class Catalogue:
+    def __init__(self, exercise: str):
+        self.exercise = exercise
+        self._mistakes: dict[str, Mistake] = {}
+
+    def mistake(self, mistake_id: str, description: str, *, check: str):
+        """Decorator registering a wrong implementation (named like the function it replaces)."""
+
+        def register(implementation: Callable) -> Callable:
+            if mistake_id in self._mistakes:
+                raise ValueError(f"mistake {mistake_id!r} registered twice")
+            self._mistakes[mistake_id] = Mistake(
+                mistake_id, description, implementation.__name__, check, implementation
+            )
+            return implementation
+
+        return register
+
+    def __iter__(self) -> Iterator[Mistake]:
+        return iter(self._mistakes.values())
+
+    def __len__(self) -> int:
+        return len(self._mistakes)
+
+    def __getitem__(self, mistake_id: str) -> Mistake:
+        return self._mistakes[mistake_id]
+
+    def for_target(self, target: str) -> list[Mistake]:
+        return [m for m in self._mistakes.values() if m.target == target]
+
+    def outputs(self, target: str, *args, **kwargs) -> list[tuple[Mistake, object]]:
+        """What each catalogued mistake of `target` returns on these inputs, or `Raised` when it
+        raises: candidates for naming a wrong answer."""
+        found = []
+        for mistake in self.for_target(target):
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    found.append((mistake, mistake.bound(self.exercise)(*args, **kwargs)))
+            except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
+                found.append((mistake, Raised(type(error).__name__)))
+        return found
+
+
+def catalogue_for(exercise: str) -> Catalogue:
+    return mistakes_module(exercise).CATALOGUE

@@ -1,0 +1,82 @@
+"""Running nn.Module classes in the parent on the student's own weights.
+
+A student's module starts from random weights, so its output can only be compared with a module
+that holds the same weights: the checks read the student's state_dict back and build the
+reference class, or each catalogued wrong class, around it (in float64 by default).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from autograder.authoring.catalogue import Catalogue, Mistake, Raised
+from autograder.authoring.expect import as_array, expect_shape
+from autograder.grading.submission import Handle
+
+
+def load_into(module: Handle, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Load `weights` into the student's module (strict=False), put it in eval mode and return
+    what it then holds under those names: the student's own weights."""
+    module.call("load_state_dict", weights, strict=False)
+    module.call("eval")
+    state = module.call("state_dict")
+    return {key: state[key] for key in weights}
+
+
+def student_output(module: Handle, x: torch.Tensor, what: str, **kwargs) -> np.ndarray:
+    """The student's module's output on x as an array; fail unless it is a tensor of x's
+    shape."""
+    out = as_array(module(x, **kwargs), what, allow=("tensor",))
+    expect_shape(out, tuple(x.shape), what)
+    return out
+
+
+def module_output(
+    cls: Callable,
+    init_args: Sequence,
+    state_dict: dict[str, torch.Tensor],
+    run: Callable,
+    *,
+    dtype: torch.dtype = torch.float64,
+):
+    """`run(module)` without gradients, for `module = cls(*init_args)` cast to `dtype`, in eval
+    mode, holding the entries of `state_dict` (names it lacks are ignored; an entry of another
+    shape raises)."""
+    module = cls(*init_args).to(dtype)
+    module.load_state_dict(state_dict, strict=False)
+    module.eval()
+    with torch.no_grad():
+        return run(module)
+
+
+def module_outputs(
+    catalogue: Catalogue,
+    target: str,
+    init_args: Sequence,
+    state_dict: dict[str, torch.Tensor],
+    run: Callable,
+    *,
+    dtype: torch.dtype = torch.float64,
+) -> list[tuple[Mistake, object]]:
+    """(mistake, `module_output` of it) for every catalogued wrong class `target`, or `Raised`
+    when building it, loading the weights or `run` raises: candidates for naming a wrong
+    answer, like `Catalogue.outputs` gives for functions."""
+    found = []
+    for mistake in catalogue.for_target(target):
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                cls = mistake.bound(catalogue.exercise)
+                found.append((mistake, module_output(cls, init_args, state_dict, run, dtype=dtype)))
+        except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
+            found.append((mistake, Raised(type(error).__name__)))
+    return found
+
+
+def without_raised(candidates: list[tuple[Mistake, object]]) -> list[tuple[Mistake, object]]:
+    """The candidates whose mistake returned (not `Raised`)."""
+    return [(mistake, output) for mistake, output in candidates if not isinstance(output, Raised)]

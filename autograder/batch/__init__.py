@@ -1,0 +1,2 @@
+"""`attn-grade autograde`: a course's submissions graded in parallel (pool, workers, resume,
+Dask)."""

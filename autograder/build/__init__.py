@@ -1,1 +1,0 @@
-"""Build student notebooks from templates + reference solutions, and the nbgrader course."""

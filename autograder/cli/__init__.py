@@ -1,0 +1,1 @@
+"""`attn-grade`: argparse, rendering and exit codes only; the work is in the other packages."""

@@ -1,0 +1,264 @@
+"""`attn-grade`: build the course, grade one notebook, autograde a course, report on it, run
+the demo, verify grades from the audit log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from autograder.cli.audit import add_audit_commands
+from autograder.cli.ci import add_ci_commands, add_ci_grade_options, ci_outputs
+from autograder.cli.common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    course_batch_options,
+    exercise_list,
+    isolation_option,
+)
+from autograder.core.errors import AttnGradeError
+from autograder.core.speedups import skip_slow_optional_imports
+from autograder.core.text import clean_text
+from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
+from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from autograder.course.build import build_course
+
+    built = build_course(
+        Path(args.course),
+        exercise_list(args.exercises) or None,
+        lang=args.lang,
+        release=not args.no_release,
+        exchange_root=args.exchange,
+        course_id=args.course_id,
+    )
+    for path in built:
+        print(path)
+    return 0
+
+
+def cmd_grade(args: argparse.Namespace) -> int:
+    from autograder.core.text import format_report
+    from autograder.grading.runner import GraderError, UnknownExercise, grade_notebook
+
+    path = Path(args.notebook)
+    if path.is_dir():
+        print(f"attn-grade grade: {path} is a directory; pass one .ipynb file", file=sys.stderr)
+        return EXIT_USAGE
+    if not path.is_file():
+        print(f"attn-grade grade: no such file: {path}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = grade_notebook(path, exercise=args.exercise, student=args.student, seed=args.seed)
+    except UnknownExercise as error:
+        print(f"attn-grade grade: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except GraderError as error:
+        print(f"attn-grade grade: internal error: {error}", file=sys.stderr)
+        return EXIT_INTERNAL
+    results = report.to_gradescope()
+    if args.results:
+        from autograder.ci.gradescope import results_json
+
+        Path(args.results).write_text(json.dumps(results_json(report), indent=2) + "\n")
+    if args.format == "json":
+        print(json.dumps(results, indent=2))
+    elif args.format == "github-classroom":
+        from autograder.ci.classroom import environment_lines, runner_results
+
+        print("\n".join(environment_lines(runner_results(report))))
+    else:
+        print(format_report(report))
+    return ci_outputs(args, report)
+
+
+def cmd_autograde(args: argparse.Namespace) -> int:
+    from autograder.batch.engine import autograde_course
+
+    return autograde_course(
+        Path(args.course),
+        exercise_list(args.exercises) or list(EXERCISES),
+        workers=args.workers,
+        db_url=args.db,
+        scheduler=args.scheduler,
+        force=args.force,
+    )
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from autograder.course.api import CourseError
+    from autograder.report.html import csv_path, write_report
+
+    try:
+        out = write_report(Path(args.course), Path(args.out) if args.out else None)
+    except CourseError as error:
+        print(f"attn-grade report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"report: {out}")
+    print(f"checks: {csv_path(out)}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from autograder.course.demo import run_demo
+
+    return run_demo(
+        Path(args.course), workers=args.workers, exercises=exercise_list(args.exercises) or None
+    )
+
+
+def _version_text() -> str:
+    from autograder.core.versions import CHECKS_VERSION, grader_version
+
+    return f"attn-grade {grader_version()} (checks {CHECKS_VERSION})"
+
+
+def _apply_isolation(args: argparse.Namespace) -> None:
+    """Make the chosen level the process's (and its workers' and nbgrader's) and fail early,
+    before any work, when it cannot be used."""
+    from autograder.sandbox import isolation
+
+    level = getattr(args, "isolation", None)
+    if level and level != "auto":
+        os.environ[ENVIRONMENT_VARIABLE] = level
+    if args.command in ("grade", "autograde", "demo", "gradescope-run", "verify", "regrade"):
+        isolation.choose()
+
+
+class _ShowDefaults(argparse.HelpFormatter):
+    """--help shows each option's default (when it has one worth showing)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not action.option_strings or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        if "default" in text:
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="attn-grade", description=__doc__)
+    main.add_argument("--version", action="version", version=_version_text())
+    commands = main.add_subparsers(dest="command", required=True)
+    defaults = {"formatter_class": _ShowDefaults}
+
+    build = commands.add_parser(
+        "build", **defaults, help="render the notebooks and release them with nbgrader"
+    )
+    build.add_argument(
+        "exercises", nargs="*", metavar="EXERCISE", help="ids or ex1..ex5 (default: all)"
+    )
+    build.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    build.add_argument("--lang", choices=("en", "ko"), default="en", help="prose language")
+    build.add_argument("--no-release", action="store_true", help="write source notebooks only")
+    build.add_argument(
+        "--exchange", help="nbgrader exchange root (kept for later builds; default: nbgrader's)"
+    )
+    build.add_argument(
+        "--course-id",
+        help="nbgrader course id (kept for later builds; default: attention-transformers)",
+    )
+    build.set_defaults(run=cmd_build)
+
+    grade = commands.add_parser(
+        "grade", **defaults, help="grade one notebook (no course, no server)"
+    )
+    grade.add_argument("notebook")
+    grade.add_argument(
+        "--exercise", help="default: from the file name (never from the notebook's metadata)"
+    )
+    grade.add_argument("--results", help="write Gradescope-style results.json here")
+    grade.add_argument("--format", choices=("text", "json", "github-classroom"), default="text")
+    grade.add_argument(
+        "--student",
+        default="anonymous",
+        help="student id: hidden inputs are seeded from exercise, student, the code, check",
+    )
+    grade.add_argument(
+        "--seed", type=int, help="base seed (from a results file) to regrade exactly"
+    )
+    isolation_option(grade)
+    add_ci_grade_options(grade)
+    grade.set_defaults(run=cmd_grade)
+
+    autograde = commands.add_parser(
+        "autograde", **defaults, help="autograde submitted notebooks of a course"
+    )
+    course_batch_options(autograde)
+    autograde.add_argument(
+        "--db",
+        help="gradebook as an SQLAlchemy URL (default: the course's nbgrader_config.py, else "
+        "COURSE/gradebook.db), e.g. postgresql+psycopg://grader@/course?host=/run/postgresql",
+    )
+    autograde.add_argument(
+        "--scheduler",
+        help="grade on a Dask cluster: the scheduler's address (tcp://host:8786) or scheduler "
+        "file; --workers then counts the local processes that run nbgrader's part",
+    )
+    autograde.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade every submission, even those the audit log shows graded from the same "
+        "notebook, checks, grader and isolation level",
+    )
+    isolation_option(autograde)
+    autograde.set_defaults(run=cmd_autograde)
+
+    report = commands.add_parser(
+        "report",
+        **defaults,
+        help="one HTML page on the last batch: items, mistakes, problems, similarity",
+    )
+    report.add_argument(
+        "--course",
+        default=str(DEFAULT_COURSE_DIR),
+        help="nbgrader course root, relative to the current directory",
+    )
+    report.add_argument("--out", help="the page to write (default: COURSE/report.html)")
+    report.set_defaults(run=cmd_report)
+
+    demo = commands.add_parser(
+        "demo", **defaults, help="the whole course cycle on a fresh demo course"
+    )
+    demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
+    demo.add_argument("--course", default="demo-course", help="where to build the demo course")
+    demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+    isolation_option(demo)
+    demo.set_defaults(run=cmd_demo)
+    add_ci_commands(commands)
+    add_audit_commands(commands, defaults)
+    return main
+
+
+def main(argv: list[str] | None = None) -> int:
+    skip_slow_optional_imports()
+    args = parser().parse_args(argv)
+    try:
+        _apply_isolation(args)
+        return args.run(args)
+    except AttnGradeError as error:
+        print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
+        return error.exit_code
+    except ValueError as error:  # unknown exercise names and the like
+        print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as error:  # noqa: BLE001 - never a traceback or a misleading exit code
+        print(
+            f"attn-grade {args.command}: internal error: {type(error).__name__}: "
+            f"{clean_text(error, 2000)}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""`attn-grade verify` and `attn-grade regrade --diff`: commands over the audit log."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from autograder.cli.common import course_batch_options, exercise_list, isolation_option
+from autograder.core.errors import UsageError
+from autograder.exercises import EXERCISES
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from autograder.audit.verify import verify_course
+
+    return verify_course(
+        Path(args.course),
+        exercise_list(args.exercises),
+        student=args.student,
+        every=args.all,
+        workers=args.workers,
+    )
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    from autograder.audit.regrade import regrade_diff
+
+    if not args.diff:
+        raise UsageError(
+            "regrade only shows changes (--diff) and writes nothing; "
+            "`attn-grade autograde` regrades and writes the grades"
+        )
+    return regrade_diff(
+        Path(args.course),
+        exercise_list(args.exercises) or list(EXERCISES),
+        workers=args.workers,
+        db_url=args.db,
+    )
+
+
+def add_audit_commands(commands, defaults: dict) -> None:
+    verify = commands.add_parser(
+        "verify", **defaults, help="regrade from the audit log and report any difference"
+    )
+    regrade = commands.add_parser(
+        "regrade", **defaults, help="after a check change, show each score change (--diff)"
+    )
+    for command in (verify, regrade):
+        course_batch_options(command)
+        isolation_option(command)
+    verify.add_argument("--student", help="only this student's records")
+    verify.add_argument(
+        "--all", action="store_true", help="every record, not only the latest per submission"
+    )
+    verify.set_defaults(run=cmd_verify)
+    regrade.add_argument(
+        "--diff",
+        action="store_true",
+        help="required: grade with the current checks and show old -> new; writes nothing",
+    )
+    regrade.add_argument(
+        "--db", help="gradebook as an SQLAlchemy URL, read for submissions without audit record"
+    )
+    regrade.set_defaults(run=cmd_regrade)

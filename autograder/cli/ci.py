@@ -1,0 +1,133 @@
+"""`attn-grade` commands and options for CI systems: JUnit XML and --fail-under on `grade`,
+GitHub Classroom (init, collect, feedback) and Gradescope (bundle, run inside)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from autograder.cli.common import (
+    EXIT_BELOW_THRESHOLD,
+    EXIT_USAGE,
+    isolation_option,
+)
+from autograder.exercises import DEFAULT_COURSE_DIR
+
+
+def ci_outputs(args: argparse.Namespace, report) -> int:
+    """Write --junit-xml; exit 1 when the score is below --fail-under, else 0."""
+    if args.junit_xml:
+        from autograder.ci.junit import write_junit
+
+        write_junit(report, args.junit_xml)
+    if args.fail_under is not None and report.score < args.fail_under:
+        print(
+            f"attn-grade grade: score {report.score:g} is below --fail-under {args.fail_under:g}",
+            file=sys.stderr,
+        )
+        return EXIT_BELOW_THRESHOLD
+    return 0
+
+
+def add_ci_grade_options(grade: argparse.ArgumentParser) -> None:
+    grade.add_argument("--junit-xml", metavar="FILE", help="also write JUnit XML here")
+    grade.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="POINTS",
+        help="exit 1 when the auto-graded score is below POINTS (a red CI job)",
+    )
+
+
+def cmd_classroom_init(args: argparse.Namespace) -> int:
+    from autograder.ci.classroom_repos import init_repo
+
+    for path in init_repo(args.exercise, Path(args.dir), lang=args.lang):
+        print(path)
+    return 0
+
+
+def cmd_classroom_collect(args: argparse.Namespace) -> int:
+    from autograder.ci.classroom_repos import CollectError, collect, read_roster
+
+    try:
+        roster = read_roster(Path(args.roster))
+    except (OSError, CollectError) as error:
+        print(f"attn-grade classroom collect: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    outcome = collect(roster, args.exercise, Path(args.course))
+    for student, what in outcome.items():
+        print(f"{student}: {what}")
+    return 0
+
+
+def cmd_classroom_feedback(args: argparse.Namespace) -> int:
+    from autograder.ci.classroom_repos import CollectError, push_feedback, read_roster
+
+    try:
+        outcome = push_feedback(read_roster(Path(args.roster)), args.exercise, Path(args.course))
+    except (OSError, CollectError) as error:
+        print(f"attn-grade classroom feedback: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    for student, what in outcome.items():
+        print(f"{student}: {what}")
+    return 0
+
+
+def cmd_gradescope(args: argparse.Namespace) -> int:
+    from autograder.ci.gradescope import build_bundle
+    from autograder.ci.wheel import WheelError, wheel_for_bundle
+
+    try:
+        with wheel_for_bundle(Path(args.wheel) if args.wheel else None) as wheel:
+            print(build_bundle(args.exercise, Path(args.out), wheel, args.visibility))
+    except WheelError as error:
+        print(f"attn-grade gradescope: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+def cmd_gradescope_run(args: argparse.Namespace) -> int:
+    from autograder.ci.gradescope import run
+
+    results = run(Path(args.root) if args.root else None)
+    print(f"{results['score']:g} / {sum(t['max_score'] for t in results['tests']):g}")
+    return 0
+
+
+def add_ci_commands(commands) -> None:
+    classroom = commands.add_parser("classroom", help="GitHub Classroom: student repos, collect")
+    steps = classroom.add_subparsers(dest="step", required=True)
+    init = steps.add_parser("init", help="write a student repo template (visible checks only)")
+    init.add_argument("exercise", metavar="EXERCISE")
+    init.add_argument("dir", metavar="DIR")
+    init.add_argument("--lang", choices=("en", "ko"), default="en")
+    init.set_defaults(run=cmd_classroom_init)
+    for name, run, text in (
+        ("collect", cmd_classroom_collect, "clone/fetch student repos into submitted/"),
+        ("feedback", cmd_classroom_feedback, "push feedback HTML to each repo's feedback branch"),
+    ):
+        step = steps.add_parser(name, help=text)
+        step.add_argument("exercise", metavar="EXERCISE")
+        step.add_argument("--roster", required=True, help="CSV: student,git-url per line")
+        step.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
+        step.set_defaults(run=run)
+
+    gradescope = commands.add_parser("gradescope", help="build a Gradescope autograder zip")
+    gradescope.add_argument("exercise", metavar="EXERCISE")
+    gradescope.add_argument("--out", default="autograder.zip")
+    gradescope.add_argument("--wheel", help="attn-grade wheel to bundle (default: build it)")
+    gradescope.add_argument(
+        "--visibility",
+        default="visible",
+        choices=("visible", "hidden", "after_due_date", "after_published"),
+        help="visibility of the hidden checks' results to students",
+    )
+    gradescope.set_defaults(run=cmd_gradescope)
+    inside = commands.add_parser(
+        "gradescope-run", help="(inside Gradescope) grade and write results"
+    )
+    inside.add_argument("--root", help="default: $ATTN_GRADE_AUTOGRADER_ROOT or /autograder")
+    isolation_option(inside)
+    inside.set_defaults(run=cmd_gradescope_run)

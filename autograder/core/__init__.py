@@ -1,0 +1,1 @@
+"""The shared vocabulary: errors (one tree), Status, results, versions, safe text."""

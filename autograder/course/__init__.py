@@ -1,0 +1,2 @@
+"""An nbgrader course: its paths (nbgrader's own layout), the gradebook, build, submitted files,
+the demo."""

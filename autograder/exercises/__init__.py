@@ -1,0 +1,112 @@
+"""The exercise registry: one folder per exercise, discovered; nothing else lists exercise ids.
+
+An exercise is a folder `autograder/exercises/<id>/` (id = `exN_words`) holding
+- `__init__.py`: its declaration, `EXERCISE = Exercise(...)` (title, grading time, the demo's
+  mistake, which checks test which student function);
+- `reference.py`: the hidden solution (the functions/classes of EXERCISES.md; see
+  `autograder/notebooks/solutions.py` for the conventions the notebook build relies on);
+- `template.ipynb.j2`: the student notebook, English and Korean prose in one template;
+- `checks.py`: the hidden pytest checks (8 points in all);
+- `mistakes.py`: the catalogue of named mistakes.
+A folder without a declaration (`__init__.py`) is a draft: it is hidden like the rest of the
+package but is no exercise (not built, not graded, not listed).
+Markers (`-m ex3`), the batch's scheduling, the demo's students, the fake-stub matrix and help
+texts all derive from the declarations.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+AUTO_POINTS = 8.0
+MANUAL_POINTS = 2.0
+EXERCISES_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = EXERCISES_DIR.parent  # autograder/
+PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout in an editable install (tests, lint)
+DEFAULT_COURSE_DIR = Path("assignments")  # relative to where attn-grade runs
+_ID = re.compile(r"ex(\d+)_[a-z0-9_]+")
+PARTS = ("__init__.py", "reference.py", "template.ipynb.j2", "checks.py", "mistakes.py")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What an exercise's folder declares about it (its `__init__.py`)."""
+
+    title: str
+    # Seconds one grading of the reference takes on a quiet 2-core machine: batches hand out
+    # the longest first, so that no slow notebook starts last while other workers idle.
+    grading_seconds: float
+    # The catalogued mistake (an id of its mistakes.py) that bob makes in `attn-grade demo`.
+    demo_mistake: str
+    # Student function/class -> the name prefixes of the checks that test it (the fake-stub
+    # matrix: a stub of that function must fail every one of them).
+    checks_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _discover() -> tuple[str, ...]:
+    found = [
+        folder.name
+        for folder in EXERCISES_DIR.iterdir()
+        if _ID.fullmatch(folder.name) and (folder / "__init__.py").is_file()
+    ]
+    return tuple(sorted(found, key=lambda name: int(_ID.fullmatch(name).group(1))))  # type: ignore[union-attr]
+
+
+EXERCISES: tuple[str, ...] = _discover()
+
+
+def short_name(exercise: str) -> str:
+    """`ex3_transformer_classifier` -> `ex3` (also the pytest marker)."""
+    return exercise.split("_", 1)[0]
+
+
+def short_names() -> str:
+    """`ex1..ex5` for help texts."""
+    return f"{short_name(EXERCISES[0])}..{short_name(EXERCISES[-1])}"
+
+
+def resolve(name: str) -> str:
+    """Full exercise id from an id or its short name; ValueError for anything else."""
+    for exercise in EXERCISES:
+        if name in (exercise, short_name(exercise)):
+            return exercise
+    raise ValueError(f"unknown exercise {name!r}; choose from {', '.join(EXERCISES)}")
+
+
+def exercise_dir(exercise: str) -> Path:
+    return EXERCISES_DIR / resolve(exercise)
+
+
+@cache
+def declaration(exercise: str) -> Exercise:
+    module = importlib.import_module(f"{__name__}.{resolve(exercise)}")
+    declared = getattr(module, "EXERCISE", None)
+    if not isinstance(declared, Exercise):
+        raise TypeError(f"{module.__name__} declares no EXERCISE = Exercise(...)")
+    return declared
+
+
+def reference_module(exercise: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{resolve(exercise)}.reference")
+
+
+def mistakes_module(exercise: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{resolve(exercise)}.mistakes")
+
+
+def checks_module_path(exercise: str) -> Path:
+    return exercise_dir(exercise) / "checks.py"
+
+
+def template_path(exercise: str) -> Path:
+    return exercise_dir(exercise) / "template.ipynb.j2"
+
+
+def grading_seconds(exercise: str) -> float:
+    return declaration(exercise).grading_seconds

@@ -1,0 +1,17 @@
+"""ex2_attention_heatmap: Multi-head self-attention on a sentence, as a labelled heatmap."""
+
+from autograder.exercises import Exercise
+
+EXERCISE = Exercise(
+    title="Multi-head self-attention on a sentence, as a labelled heatmap",
+    grading_seconds=4.1,
+    demo_mistake="heatmap_transposed",
+    checks_of={
+        "tokenize": ("test_tokenize",),
+        "build_vocab": ("test_build_vocab",),
+        "MultiHeadAttention": ("test_mha",),
+        "sentence_attention": ("test_sentence_attention",),
+        "plot_attention": ("test_plot_attention",),
+        "strongest_attention": ("test_strongest_attention",),
+    },
+)

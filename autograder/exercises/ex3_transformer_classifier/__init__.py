@@ -1,0 +1,18 @@
+"""ex3_transformer_classifier: a TransformerEncoder classifier with mean pooling, vs an LSTM."""
+
+from autograder.exercises import Exercise
+
+EXERCISE = Exercise(
+    title="A TransformerEncoder classifier with mean pooling, against an LSTM",
+    grading_seconds=6.1,
+    demo_mistake="batch_first_forgotten",
+    checks_of={
+        "make_mean_dataset": ("test_mean_dataset",),
+        "PositionalEncoding": ("test_positional_encoding",),
+        "TransformerClassifier": ("test_transformer_classifier",),
+        "LSTMClassifier": ("test_lstm",),
+        "count_parameters": ("test_count_parameters",),
+        "train_classifier": ("test_train_classifier",),
+        "evaluate_accuracy": ("test_evaluate_accuracy",),
+    },
+)

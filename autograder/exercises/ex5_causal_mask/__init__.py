@@ -1,0 +1,19 @@
+"""ex5_causal_mask: The causal mask, and a small causal transformer on a sine wave."""
+
+from autograder.exercises import Exercise
+
+EXERCISE = Exercise(
+    title="The causal mask, and a small causal transformer on a sine wave",
+    grading_seconds=4.3,
+    demo_mistake="reversed_triangle",
+    checks_of={
+        "causal_mask": ("test_causal_mask",),
+        "masked_attention": ("test_masked_attention",),
+        "discretize_sine": ("test_discretize_sine",),
+        "make_windows": ("test_make_windows",),
+        "split_holdout": ("test_split_holdout",),
+        "CausalTransformer": ("test_causal_transformer",),
+        "train_lm": ("test_train_lm",),
+        "next_token_accuracy": ("test_next_token_accuracy",),
+    },
+)

@@ -1,0 +1,2 @@
+"""Classes nbgrader loads by dotted path from the course config: preprocessors, exporters,
+intake."""

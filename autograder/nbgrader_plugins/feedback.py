@@ -1,0 +1,113 @@
+"""`nbgrader generate_feedback` for this course: pages that read well offline.
+
+The course config makes GenerateFeedback use FeedbackExporter (nbgrader's feedback template
+extended by templates/attn_feedback: "not graded yet" for the written answer until it is, long
+lines wrapped, a readable report table) and two preprocessors: GetGradesAndPending (nbgrader's
+GetGrades, plus which grades wait for the instructor) and RenderMathOffline (LaTeX in markdown
+becomes MathML, which browsers render without MathJax from the internet).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from jinja2 import pass_context
+from nbconvert.exporters import HTMLExporter
+from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import GetGrades
+from traitlets import Bool
+from traitlets.config import Config
+
+from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
+from autograder.nbgrader_plugins.sanitize import (
+    clean_output_html,
+    clean_student_html,
+    neutralise_tex,
+)
+
+TEMPLATES = Path(__file__).with_name("templates")
+# $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
+_MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])", re.S)
+_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
+# characters markdown would still act on between the tags of inline MathML
+_MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTMLExporter with our feedback template; HTML in outputs is sanitized."""
+
+    def __init__(self, config: Config | None = None, **kwargs):
+        from nbgrader.server_extensions.formgrader import handlers
+
+        ours = Config()
+        ours.merge(config or Config())  # a copy: the caller's config is left alone
+        ours.HTMLExporter.template_name = "attn_feedback"
+        ours.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), handlers.template_path]
+        ours.HTMLExporter.sanitize_html = True
+        # so that our template can extend nbgrader's as 'feedback/index.html.j2'
+        paths = list(ours.HTMLExporter.get("extra_template_paths", []))
+        ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path]
+        super().__init__(config=ours, **kwargs)
+
+    @pass_context
+    def markdown2html(self, context, source):
+        """Markdown (with its offline MathML) as HTML, cleaned last (sanitize.py); the report
+        cell, ours (it replaces any cell of its id), keeps the classes that style it."""
+        cell = context.get("cell", {})
+        ours = cell.get("cell_type") == "markdown" and cell.get("id") == REPORT_CELL_ID
+        clean = clean_output_html if ours else clean_student_html
+        return clean(super().markdown2html(context, source))
+
+    def default_filters(self):
+        yield from super().default_filters()
+        yield ("clean_html", clean_output_html)  # outputs and comments: the same allow-list
+
+
+class GetGradesAndPending(GetGrades):
+    """nbgrader's GetGrades; also marks each grade cell that still waits for hand grading."""
+
+    def _get_score(self, cell, resources) -> None:
+        super()._get_score(cell, resources)
+        grade = self.gradebook.find_grade(
+            cell.metadata["nbgrader"]["grade_id"],
+            self.notebook_id,
+            self.assignment_id,
+            self.student_id,
+        )
+        pending = bool(grade.needs_manual_grade) and grade.manual_score is None
+        cell.metadata.nbgrader["pending"] = pending
+        resources["nbgrader"]["pending"] = resources["nbgrader"].get("pending", 0) + pending
+
+
+def _mathml(latex: str, display: bool) -> str | None:
+    from latex2mathml.converter import convert
+
+    try:
+        mathml = convert(latex.strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - LaTeX it cannot read stays as written
+        return None
+    text = lambda match: ">" + "".join(_MARKDOWN.get(c, c) for c in match[1]) + "<"  # noqa: E731
+    return re.sub(r">([^<]+)<", text, mathml)
+
+
+def math_to_mathml(markdown: str) -> str:
+    """`$...$` and `$$...$$` outside code, as MathML; anything it cannot convert unchanged."""
+
+    def replace(match: re.Match) -> str:
+        display = match[1] is not None
+        return _mathml(match[1] if display else match[2], display) or match[0]
+
+    parts = _CODE.split(markdown)
+    return "".join(p if i % 2 else _MATH.sub(replace, p) for i, p in enumerate(parts))
+
+
+class RenderMathOffline(Preprocessor):
+    """Markdown cells' LaTeX as MathML (Chromium >= 109, Firefox, Safari render it natively)."""
+
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown" and "$" in cell.source:
+            cell.source = math_to_mathml(neutralise_tex(cell.source))
+        return cell, resources

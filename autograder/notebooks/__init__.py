@@ -1,0 +1,1 @@
+"""Template text <-> notebook cells: rendering, the reference's solution cells, nbformat output."""

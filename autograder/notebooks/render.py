@@ -1,0 +1,56 @@
+"""Render a student template (jinja2) for one exercise and language into cell specs."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import jinja2
+
+from autograder.exercises import EXERCISES_DIR, reference_module, resolve
+from autograder.notebooks import solutions
+from autograder.notebooks.cells import CellSpec, parse_cells
+
+LANGUAGES = ("en", "ko")
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(EXERCISES_DIR),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> str:
+    """The template of `exercise` rendered in `lang`, with reference code filled in (or, with
+    `with_code=False`, placeholders: enough for the cell structure, without importing the
+    reference and torch)."""
+    exercise = resolve(exercise)
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose from {', '.join(LANGUAGES)}")
+    template = _environment().get_template(f"{exercise}/template.ipynb.j2")
+    if with_code:
+        module = reference_module(exercise)
+        setup = lambda: solutions.setup_source(module)  # noqa: E731
+        solution = lambda name: solutions.solution_source(module, name)  # noqa: E731
+    else:
+        setup, solution = (lambda: "pass"), (lambda name: f"{name} = None")
+    return template.render(
+        exercise=exercise, lang=lang, ko=lang == "ko", setup=setup, solution=solution
+    )
+
+
+@cache
+def render_cells(exercise: str, lang: str = "en") -> tuple[CellSpec, ...]:
+    return tuple(parse_cells(render_text(exercise, lang)))
+
+
+@cache
+def cell_roles(exercise: str) -> dict[str, str]:
+    """grade_id -> role for the exercise's template cells (trusted: from our own template)."""
+    cells = parse_cells(render_text(exercise, with_code=False))
+    return {cell.grade_id: cell.role for cell in cells if cell.grade_id}
