@@ -10,8 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from matplotlib.figure import Figure
-from autograder.exercises.ex2_attention_heatmap import reference as ref
 
+from autograder.exercises.ex2_attention_heatmap import reference as ref
 from autograder.sandbox.inside.probes import figure_summary
 
 pytestmark = pytest.mark.ex2

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.figure import Figure
-from autograder.exercises.ex4_gqa_analysis import reference as ref4
 
 from autograder.authoring import figures
 from autograder.authoring.catalogue import Raised, catalogue_for
 from autograder.authoring.expect import CheckFailed, expect_raises
 from autograder.authoring.modules import module_output, module_outputs, without_raised
+from autograder.exercises.ex4_gqa_analysis import reference as ref4
 from autograder.grading.submission import StudentError
 from autograder.sandbox.inside.probes import figure_summary
 

@@ -12,7 +12,6 @@ import numbers
 import numpy as np
 import pytest
 import torch
-from autograder.exercises.ex3_transformer_classifier import reference as ref
 
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
@@ -26,6 +25,7 @@ from autograder.authoring.expect import (
 )
 from autograder.authoring.inputs import distinct_sizes
 from autograder.authoring.modules import module_outputs, without_raised
+from autograder.exercises.ex3_transformer_classifier import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex3

@@ -10,7 +10,6 @@ head i's context feeds columns i*head_dim .. of W_o (what `.view(B, L, heads, he
 import numpy as np
 import pytest
 import torch
-from autograder.exercises.ex4_gqa_analysis import reference as ref
 
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
@@ -35,6 +34,7 @@ from autograder.authoring.modules import (
     student_output,
     without_raised,
 )
+from autograder.exercises.ex4_gqa_analysis import reference as ref
 from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex4

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-from autograder.exercises.ex5_causal_mask import reference as ref
 
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
@@ -22,6 +21,7 @@ from autograder.authoring.expect import (
     matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
+from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex5
