@@ -3,7 +3,7 @@ five exercises and grade each reference notebook (expect 8/8) and each blank rel
 
     python benchmarks/wheel_install.py
 
-The venv's dependencies are hard links to this venv's (tests/wheel_venv.py: nothing is
+The venv's dependencies are hard links to this venv's (tests/support/wheel_venv.py: nothing is
 downloaded), so the install time is pip installing the wheel. Prints the numbers and writes
 benchmarks/results/wheel_install.json. Not a test: timings depend on the machine and its load.
 """
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.ci.wheel import build_wheel
 from autograder.exercises import EXERCISES
-from tests.wheel_venv import install_wheel
+from tests.support.wheel_venv import install_wheel
 
 RESULTS = Path(__file__).with_name("results")
 

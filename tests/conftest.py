@@ -73,7 +73,7 @@ def wheel_bin(tmp_path_factory) -> Path:
     """bin/ of a fresh venv with attn-grade installed from a freshly built wheel (no checkout
     on its path); `wheel_bin.parent.parent / "wheel"` holds the wheel."""
     from autograder.ci.wheel import build_wheel
-    from tests.wheel_venv import install_wheel
+    from tests.support.wheel_venv import install_wheel
 
     root = tmp_path_factory.mktemp("wheel-install")
     wheel = build_wheel(root / "wheel")

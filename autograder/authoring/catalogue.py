@@ -4,7 +4,7 @@ A catalogue module per exercise (`autograder/exercises/<exercise>/mistakes.py`) 
 versions of the contract's functions and classes, written under the contract's own names so that
 the source of each can replace the solution cell of that name in a notebook. Checks run them in the
 parent on their own inputs, and when a failing submission's output matches one, the failure
-names it. tests/test_mistakes.py proves each is caught by the check named here.
+names it. tests/exercises/test_mistakes.py proves each is caught by the check named here.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Tests per exercise: references, build, checks against fakes, mistakes and alternatives."""

@@ -1,0 +1,1 @@
+"""End-to-end: the nbgrader cycle, batches, CI outputs, the CLI, the demo."""

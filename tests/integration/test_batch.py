@@ -1,0 +1,187 @@
+"""Batches: broken notebooks never stop the others, and parallel grading equals serial."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.support.nbgrader_helpers import attn_grade, nbgrader, scores, submission_text
+
+pytestmark = [pytest.mark.slow, pytest.mark.ex1]
+EXERCISE = "ex1_numpy_attention"
+
+
+def tampered(reference: dict) -> dict[str, str]:
+    """Submissions that are broken in the ways students break notebooks."""
+    schema = copy.deepcopy(reference)
+    cells = [c for c in schema["cells"] if "nbgrader" in c["metadata"]]
+    cells[0]["metadata"]["nbgrader"]["schema_version"] = 99
+    check = next(c for c in cells if c["metadata"]["nbgrader"].get("grade"))
+    check["metadata"]["nbgrader"]["points"] = 100
+    duplicated = copy.deepcopy(reference)
+    index = next(
+        i
+        for i, c in enumerate(duplicated["cells"])
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    )
+    duplicated["cells"].insert(index, copy.deepcopy(duplicated["cells"][index]))
+    deleted = copy.deepcopy(reference)
+    deleted["cells"] = [
+        c
+        for c in deleted["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id")
+        not in ("check_softmax", "demo_attention")
+    ]
+    reordered = copy.deepcopy(reference)
+    reordered["cells"].reverse()
+    return {
+        "deleted": json.dumps(deleted),
+        "reordered": json.dumps(reordered),
+        "notjson": "{ this is not a notebook",
+        "schema99": json.dumps(schema),
+        "duplicated": json.dumps(duplicated),
+    }
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = tmp_path_factory.mktemp("batch") / "course"
+    built = attn_grade("build", EXERCISE, "--course", str(course))
+    assert built.returncode == 0, built.stderr
+    release = course / "release" / EXERCISE / f"{EXERCISE}.ipynb"
+    submissions = {s: submission_text(release, EXERCISE, s) for s in ("alice", "bob", "carol")}
+    submissions.update(tampered(json.loads(submissions["alice"])))
+    for student, text in submissions.items():
+        path = course / "submitted" / student / EXERCISE / f"{EXERCISE}.ipynb"
+        path.parent.mkdir(parents=True)
+        path.write_text(text)
+    return course
+
+
+def totals(course) -> dict[str, float]:
+    return {
+        student: sum(v or 0 for gid, v in cells.items() if not gid.startswith("answer"))
+        for student, cells in scores(course / "gradebook.db", EXERCISE).items()
+    }
+
+
+def test_nbgrader_autograde_keeps_going_past_broken_notebooks(course):
+    done = nbgrader(course, "autograde", EXERCISE, check=False, plain=True)
+    graded = totals(course)
+    assert graded["alice"] == graded["schema99"] == graded["duplicated"] == 8, done.stderr
+    assert graded["deleted"] == graded["reordered"] == 8, done.stderr
+    assert 0 < graded["bob"] < 8
+    assert graded["carol"] == 0
+
+
+def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course):
+    graded = {}
+    for workers in (1, 2):
+        # the batch's own TMPDIR, short (the fork server's socket goes there): what the batch
+        # and its workers leave there shows
+        private_tmp = Path(tempfile.mkdtemp(prefix="ag-", dir="/tmp"))
+        try:
+            graded[workers] = autograde_everyone(course, workers, private_tmp)
+        finally:
+            shutil.rmtree(private_tmp, ignore_errors=True)
+    assert graded[2] == graded[1]
+
+
+def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
+    from autograder.batch.engine import _pool_context
+
+    assert _pool_context(["json"]).get_start_method() == "forkserver"
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp/" + "x" * 80)
+    assert _pool_context(["json"]).get_start_method() == "spawn"
+
+
+def autograde_everyone(course, workers: int, private_tmp: Path) -> dict:
+    done = attn_grade(
+        "autograde",
+        EXERCISE,
+        "--course",
+        str(course),
+        "--workers",
+        str(workers),
+        "--force",
+        env={"TMPDIR": str(private_tmp)},
+    )
+    assert done.returncode == 0, done.stderr
+    # the workers end without tearing down their interpreters, but after their exit handlers:
+    # no sandbox runtime copy (or anything else) is left behind
+    left = [p.name for p in private_tmp.iterdir() if not p.name.startswith("attn-grade-mplcache")]
+    assert left == [], "left in TMPDIR (the font cache is kept on purpose)"
+    graded = scores(course / "gradebook.db", EXERCISE)
+    assert totals(course) == {
+        "alice": 8,
+        "bob": totals(course)["bob"],
+        "carol": 0,
+        "notjson": 0,
+        "schema99": 8,
+        "duplicated": 8,
+        "deleted": 8,
+        "reordered": 8,
+    }
+    assert 0 < totals(course)["bob"] < 8
+    assert all(score == 0 for score in graded["notjson"].values())
+    assert "notjson" in done.stdout and "not valid JSON" in done.stdout
+    items = list(csv.DictReader((course / "item_analysis.csv").open()))
+    sdpa = next(row for row in items if row["check"] == "test_sdpa_single_head_matches_reference")
+    assert sdpa["graded"] == "7" and sdpa["passed"] == "5", sdpa  # not carol, not bob
+    assert sdpa["mistakes"] == "no_sqrt_scaling x1"
+    feedback = (course / "autograded" / "deleted" / EXERCISE / f"{EXERCISE}.ipynb").read_text()
+    assert "cells missing from the submission: check_softmax, demo_attention" in feedback
+    tampered_one = course / "autograded" / "schema99" / EXERCISE / f"{EXERCISE}.ipynb"
+    assert "was edited (points)" in tampered_one.read_text()
+    return graded
+
+
+def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
+    """A submission that timed out, crashed or tampered with the grader says so in the table."""
+    from types import SimpleNamespace
+
+    from nbgrader.api import Gradebook
+
+    from autograder.batch.engine import Outcome, Submitted, score_table, table_notes
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(url) as gradebook:
+        gradebook.add_assignment("ex1_numpy_attention")
+        for student in ("mallory", "alice"):
+            gradebook.add_student(student)
+            gradebook.add_submission("ex1_numpy_attention", student)
+    api = SimpleNamespace(coursedir=SimpleNamespace(db_url=url, course_id="default_course"))
+    batch = [
+        Submitted("ex1_numpy_attention", s, tmp_path / "x.ipynb") for s in ("mallory", "alice")
+    ]
+    outcomes = {
+        batch[0]: Outcome(report={"status": "tampered"}),
+        batch[1]: Outcome(report={"status": "ok"}),
+    }
+    notes = table_notes(batch, {}, outcomes)
+    _header, mallory, alice = score_table(api, batch, notes).splitlines()
+    assert mallory.startswith("mallory") and mallory.endswith("status tampered")
+    assert "status" not in alice
+
+
+def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path, capsys):
+    from concurrent.futures import Future
+
+    from autograder.batch.engine import Batch, Progress, Submitted, table_notes
+
+    batch = Batch(api=None, course=tmp_path, level="jail")
+    items = [Submitted(EXERCISE, s, tmp_path / f"{s}.ipynb") for s in ("alice", "worker failed")]
+    failing, fine = Future(), Future()
+    failing.set_exception(RuntimeError("boom"))
+    fine.set_exception(KeyError("other"))
+    batch._collect({failing: items[0], fine: items[1]}, Progress(2, "test"), block=True)
+    assert all(batch.outcomes[item].failed for item in items)
+    notes = table_notes(items, {}, batch.outcomes)
+    assert notes[(EXERCISE, "alice")] == "worker failed (RuntimeError)"
+    assert "2/2" in capsys.readouterr().err

@@ -1,0 +1,242 @@
+"""The pages instructors and students open after autograding: the autograded notebook carries
+the student's own plots (run in the sandbox, never copied), and no student-written HTML or
+script runs in the feedback or in formgrader's rendering (checked in headless Chromium)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.support.chromium import MARKER, chromium, dump_dom, planted, screenshot_to
+from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
+
+pytestmark = pytest.mark.slow
+EX2, EX5 = "ex2_attention_heatmap", "ex5_causal_mask"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+FAKE_OUTPUT = "FAKE-OUTPUT-FROM-THE-SUBMISSION"
+PNG = b"\x89PNG\r\n\x1a\n"
+ANSWER_ATTACK = (
+    "My answer.\n\n"
+    f'<img src=x onerror="{planted("answer-img")}">\n\n'
+    f"<script>{planted('answer-script')}</script>\n\n"
+    f'<svg><animate onbegin="{planted("answer-svg")}" attributeName=x dur=1s></svg>\n\n'
+    # issue 17: math rendered after the cleaning became MathML attributes (an overlay, a link)
+    r"$\style{position:fixed;top:0;left:0;width:100%;height:100%;background:white}"
+    r"{\text{Score: 10.0 / 10.0 all checks passed}}$ and $\href{javascript:alert(1)}{link}$"
+    r" and $\class{attn-grade-report}{x}$ and $\cssId{forged}{y}$ and $\sqrt{d_k}$"
+    '\n\n<div style="position:fixed;top:0">covered</div>'
+    '<a href="javascript:alert(2)">js</a>\n'
+)
+PRINTED = f'<img src=x onerror="{planted("printed")}">'
+# A student cell that prints markup whenever the demo cells call tokenize().
+PRINT_ATTACK = (
+    "_tokenize = tokenize\n"
+    "def tokenize(sentence):\n"
+    f"    print({PRINTED!r})\n"
+    "    return _tokenize(sentence)\n"
+)
+# An exception message that tries to close the report (fence, table) and forge a score.
+FORGED = (
+    "```\n</td></tr></table></div>\n\n"
+    f'<img src=x onerror="{planted("error")}"><h1 class=forged>Score: 10 / 10</h1>\n\n```'
+)
+ERROR_ATTACK = f"raise ValueError({FORGED!r})\n"
+
+
+def cells_of(notebook: dict, grade_id: str) -> list[dict]:
+    return [
+        c
+        for c in notebook["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
+    ]
+
+
+def hostile(release: Path) -> str:
+    """The reference, plus markup in the written answer, in printed output, in an error."""
+    notebook = json.loads(submission_text(release, EX2, "alice"))
+    cells_of(notebook, "answer_pattern")[0]["source"] = ANSWER_ATTACK
+    for source in (PRINT_ATTACK, ERROR_ATTACK):
+        cell = {"cell_type": "code", "metadata": {"tags": [f'x"><b {MARKER}>']}, "outputs": []}
+        cell |= {"id": f"attack-{len(notebook['cells'])}", "execution_count": None}
+        notebook["cells"].append({**cell, "source": source})
+    return json.dumps(notebook)
+
+
+def with_fake_outputs(text: str) -> str:
+    """Outputs a student could fake: they must never reach the autograded notebook."""
+    notebook = json.loads(text)
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": FAKE_OUTPUT}]
+    return json.dumps(notebook)
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """ex2 (alice: reference, mallory: hostile) autograded by `nbgrader autograde`, ex5 (alice)
+    by `attn-grade autograde`; feedback generated for both."""
+    root = tmp_path_factory.mktemp("pages")
+    course, exchange = root / "course", root / "exchange"
+    exchange.mkdir(mode=0o777)
+    built = attn_grade("build", EX2, EX5, "--course", str(course), "--exchange", str(exchange))
+    assert built.returncode == 0, built.stderr
+    for exercise, students in ((EX2, ("alice", "mallory")), (EX5, ("alice",))):
+        release = course / "release" / exercise / f"{exercise}.ipynb"
+        for student in students:
+            text = (
+                hostile(release)
+                if student == "mallory"
+                else submission_text(release, exercise, "alice")
+            )
+            path = course / "submitted" / student / exercise / f"{exercise}.ipynb"
+            path.parent.mkdir(parents=True)
+            path.write_text(with_fake_outputs(text))
+    nbgrader(course, "autograde", EX2)
+    graded = attn_grade("autograde", EX5, "--course", str(course), "--workers", "2")
+    assert graded.returncode == 0, graded.stderr
+    for exercise in (EX2, EX5):
+        nbgrader(course, "generate_feedback", exercise)
+    return course
+
+
+def autograded(course: Path, student: str, exercise: str) -> dict:
+    return json.loads(
+        (course / "autograded" / student / exercise / f"{exercise}.ipynb").read_text()
+    )
+
+
+def feedback(course: Path, student: str, exercise: str) -> Path:
+    return course / "feedback" / student / exercise / f"{exercise}.html"
+
+
+def pngs(cell: dict) -> list[bytes]:
+    found = [o.get("data", {}).get("image/png") for o in cell.get("outputs", [])]
+    return [base64.b64decode(data) for data in found if data]
+
+
+@pytest.mark.parametrize(
+    "exercise, figures",
+    [(EX2, {"demo_one_head": 1, "demo_all_heads": 1}), (EX5, {"demo_training": 1})],
+)
+def test_autograded_notebook_shows_the_students_own_plots(course, exercise, figures):
+    notebook = autograded(course, "alice", exercise)
+    for grade_id, count in figures.items():
+        images = pngs(cells_of(notebook, grade_id)[0])
+        assert len(images) == count, f"{grade_id}: {len(images)} images"
+        assert all(image.startswith(PNG) and len(image) > 2000 for image in images)
+    assert FAKE_OUTPUT not in json.dumps(notebook), "an output was copied from the submission"
+    html = feedback(course, "alice", exercise).read_text()
+    assert html.count("data:image/png;base64,") == sum(figures.values())
+    assert FAKE_OUTPUT not in html
+
+
+def test_demo_cells_show_printed_numbers_from_the_sandbox(course):
+    notebook = autograded(course, "alice", EX2)
+    outputs = cells_of(notebook, "demo_strongest")[0]["outputs"]
+    text = "".join("".join(o.get("text", "")) for o in outputs)
+    assert "head 0: 'sat' attends most to" in text
+    html = feedback(course, "alice", EX5).read_text()
+    assert "held-out next-token accuracy:" in html, "ex5's printed numbers are in the feedback"
+
+
+def formgrader_page(course: Path, student: str, exercise: str, out: Path) -> Path:
+    """The submission as formgrader renders it: nbconvert's HTMLExporter with formgrader's own
+    template settings, then the course's nbgrader_config.py on top (nbgrader's order)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config, PyFileConfigLoader
+
+    config = Config()
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config())
+    path = course / "autograded" / student / exercise / f"{exercise}.ipynb"
+    resources = {
+        "assignment_id": exercise,
+        "notebook_id": exercise,
+        "submission_id": "1",
+        "index": 0,
+        "total": 1,
+        "base_url": "",
+        "student": student,
+        "last_name": "",
+        "first_name": "",
+        "notebook_path": str(path),
+    }
+    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    out.write_text(html)
+    return out
+
+
+needs_chromium = pytest.mark.skipif(chromium() is None, reason="Debian's chromium is required")
+
+
+@needs_chromium
+def test_planted_script_runs_in_an_unsanitized_page(course, tmp_path):
+    """The probe works: the same markup, rendered by nbconvert without our sanitizer, runs."""
+    from nbconvert.exporters import HTMLExporter
+
+    page = tmp_path / "raw.html"
+    submitted = course / "submitted" / "mallory" / EX2 / f"{EX2}.ipynb"
+    page.write_text(HTMLExporter(template_name="classic").from_filename(str(submitted))[0])
+    dom = dump_dom(page, tmp_path / "profile")
+    assert f'<{MARKER} data-vector="answer-img">' in dom
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", ["feedback", "formgrader"])
+def test_no_student_markup_runs_in_pages(course, tmp_path, page):
+    if page == "feedback":
+        path = feedback(course, "mallory", EX2)
+    else:
+        path = formgrader_page(course, "mallory", EX2, tmp_path / "formgrade.html")
+    notebook = autograded(course, "mallory", EX2)
+    shown = json.dumps(cells_of(notebook, "demo_tokens")[0]["outputs"])
+    assert json.dumps(PRINTED)[1:-1] in shown, "the printed markup is in a demo cell's output"
+    assert "ValueError" in "".join(notebook["cells"][0]["source"]), "the error is in the report"
+    dom = dump_dom(path, tmp_path / "profile")
+    assert f"<{MARKER}" not in dom, re.findall(rf"<{MARKER}[^>]*>", dom)
+    assert "My answer." in dom, "the written answer is still shown"
+    student_part = dom.split("My answer.", 1)[1]  # the page's own CSS comes before
+    # as markup, never only as text (escaped HTML and neutralised TeX show the payload as text)
+    assert not re.search(r"<[a-z][^>]*\sstyle=", student_part, re.I), "a style attribute"
+    assert not re.search(r"<[a-z][^>]*\shref=[\"']?\s*javascript:", student_part, re.I)
+    assert not re.search(r"<[a-z][^>]*\sid=[\"']?forged", student_part, re.I)
+    assert not re.search(r"<m\w+[^>]*\s(style|href|class|id)=", student_part), "MathML attributes"
+    if page == "feedback":
+        assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
+    else:  # formgrader typesets with MathJax in the browser: its macros are neutralised
+        assert "\\style{" not in student_part and "\\href{" not in student_part
+    assert 'class="forged"' not in dom, "a message forged a heading"
+    report = re.search(r'<div class="attn-grade-report">(.*?)</div>', dom, re.S)
+    assert report and "&lt;h1 class=forged&gt;Score: 10 / 10" in report[1], "shown as text"
+    assert "</table>" in report[1], "the report's table was not closed by the message"
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / f"{page}-hostile.dom.html").write_text(dom)
+
+
+def test_feedback_reads_well_offline(course):
+    """Before hand grading the written answer says so; no internal words; math as MathML and
+    no `$` left to typeset; the report is a table of check, result, points and message."""
+    html = feedback(course, "alice", EX2).read_text()
+    assert "not graded yet (2.0 points)" in html
+    assert "Score: 0.0 / 2.0" not in html
+    for jargon in ("isolation", "rlimits", "landlock", "namespaces", "seed:"):
+        assert jargon not in html.lower(), jargon
+    assert "<math" in html and "\\times" not in html, "math is MathML, not raw LaTeX"
+    assert "<th>check</th><th>result</th><th>points</th><th>message</th>" in html
+    assert "white-space: pre-wrap" in html
+
+
+@needs_chromium
+def test_feedback_screenshot(course, tmp_path):
+    """Screenshots of feedback (a correct and a hostile submission), kept in test-artifacts/
+    for a look; the page must fit its width (long lines wrap)."""
+    for student in ("alice", "mallory"):
+        page = feedback(course, student, EX2)
+        shot = screenshot_to(page, tmp_path / student, ARTIFACTS / f"feedback-ex2-{student}.png")
+        assert shot.read_bytes().startswith(PNG)

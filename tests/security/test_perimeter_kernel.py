@@ -1,0 +1,280 @@
+"""The perimeter at every isolation level (issue 17, items 1-3 and 7): what the child can reach
+of the kernel and of the grader's identity, measured from inside the child (`reach.py`).
+
+Levels: `jail` with this venv; `uid`, `landlock` and `rlimits` under a root grader with a venv
+on Debian's world-readable python3.11 (`harness.layered_venv`), since the child never runs as
+root and so needs an interpreter its sandbox uid can run. Each level this host cannot offer is
+skipped with the reason. Before issue 17: the 32-bit ABI went through the filter ("another ABI:
+allow"), the jail had no filter, UDP reached 127.0.0.1, and the child of a root grader at
+`landlock` and `rlimits` ran as uid 0 with every capability.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.core.errors import IsolationError
+from autograder.sandbox import isolation
+from autograder.sandbox.inside import seccomp
+from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
+
+LEVELS = ("jail", "uid", "landlock", "rlimits")
+DENIED_SURFACE = (
+    "io_uring_setup", "userfaultfd", "bpf", "perf_event_open", "keyctl", "memfd_create",
+    "unshare_user", "unshare_net", "mount", "ptrace_traceme", "ptrace_attach_parent",
+    "clone_newuser", "kexec_load", "init_module", "personality",
+)  # fmt: skip
+
+
+def _missing(level: str) -> str | None:
+    if level == "jail":
+        return None if isolation.detect().jail else "bubblewrap cannot run here"
+    if os.geteuid() != 0:
+        return "the other levels are measured under a root grader"
+    if not DEBIAN_PYTHON.exists():
+        return f"needs a world-readable interpreter ({DEBIAN_PYTHON})"
+    if level == "landlock" and not isolation.detect().landlock_abi:
+        return "this kernel has no Landlock"
+    return None
+
+
+@pytest.fixture(scope="module")
+def venv():
+    made: list[Path] = []
+    yield lambda: made[0] if made else made.append(layered_venv()) or made[0]
+    for path in made:
+        remove(path)
+
+
+@pytest.fixture(scope="module")
+def reached(venv):
+    """level -> what the child reached, with the UDP datagrams a host listener received."""
+    results: dict[str, dict] = {}
+
+    def measure(level: str) -> dict:
+        if level in results:
+            return results[level]
+        marker = tempfile.mktemp(prefix="attn-adv-listener-", dir="/tmp")
+        host_unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        host_unix.bind(marker)
+        host_unix.listen(1)
+        listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        listener.bind(("127.0.0.1", 0))
+        listener.settimeout(0.5)
+        python = sys.executable if level == "jail" else str(venv() / "bin" / "python")
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_ADV_SECRET": marker}
+        if level == "rlimits":
+            env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
+        done = subprocess.run(
+            [python, "-m", "tests.support.reach", level, str(listener.getsockname()[1])],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        try:
+            found["udp_received"] = listener.recv(100).decode()
+        except TimeoutError:
+            found["udp_received"] = ""
+        listener.close()
+        host_unix.close()
+        os.unlink(marker)
+        found["host_marker"] = marker
+        results[level] = found
+        return found
+
+    return measure
+
+
+def _params(without: tuple[str, ...] = ()):
+    for level in [level for level in LEVELS if level not in without]:
+        reason = _missing(level)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        yield pytest.param(level, id=level, marks=marks)
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_real_work_still_runs(level, reached):
+    found = reached(level)
+    loss, echo = found["work"]
+    assert isinstance(loss, float) and echo == "ok", found["work"]
+    assert found["socketpair_works"] is True
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_no_other_abi(level, reached):
+    found = reached(level)
+    assert str(found["i386_getpid"]).startswith("killed"), found["i386_getpid"]
+    assert str(found["x32_getpid"]).startswith("killed"), found["x32_getpid"]
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_no_kernel_surface_a_notebook_never_needs(level, reached):
+    surface = reached(level)["surface"]
+    assert {name: surface[name] for name in DENIED_SURFACE if surface[name] == "open"} == {}
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_no_socket_of_any_family(level, reached):
+    found = reached(level)
+    assert {k: v for k, v in found["sockets"].items() if v == "open"} == {}
+    assert found["udp_received"] == ""
+
+
+@pytest.mark.parametrize("level", list(_params(without=("rlimits",))))
+def test_no_host_socket_listing_nor_grader_environment(level, reached):
+    """A host UNIX listener (as a fork server's) is named in no /proc file the child can read,
+    and the grader's environment is not readable; `rlimits` (trusted code only) has no
+    filesystem view of its own and is not measured here."""
+    found = reached(level)
+    readable = {
+        path: text for path, text in found["proc_net"].items() if found["host_marker"] in text
+    }
+    assert readable == {}
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_never_a_privileged_child(level, reached):
+    found = reached(level)
+    identity = found["identity"]
+    assert identity["uid"] != 0 and identity["euid"] != 0
+    assert {k: v for k, v in identity["caps"].items() if k != "CapBnd" and v} == {}
+    assert found["privileged_acts"] == {"setuid0": "EPERM", "mknod": "EPERM"}
+
+
+def test_the_filter_refuses_every_other_abi_by_construction():
+    for machine in seccomp.MACHINES:
+        program = seccomp.program(machine)
+        load_arch, check_arch = program[0], program[1]
+        assert load_arch == (seccomp.LD_W_ABS, 0, 0, seccomp.OFFSET_ARCH)
+        code, jt, jf, k = check_arch
+        assert (code, jt, k) == (seccomp.JEQ_K, 0, seccomp.MACHINES[machine][0])
+        assert program[1 + 1 + jf] == (seccomp.RET_K, 0, 0, seccomp.RET_KILL_PROCESS)
+
+
+def test_an_unknown_machine_never_runs_without_the_filter(monkeypatch):
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "h", "6", "1", "riscv64")))
+    with pytest.raises(OSError, match="no seccomp policy"):
+        seccomp.install()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root grader's choice")
+def test_a_root_grader_with_a_private_python_has_no_weak_level(monkeypatch):
+    monkeypatch.setattr(isolation, "python_roots", lambda: ["/root"])
+    monkeypatch.setattr(isolation, "_others_can_enter", lambda path: False)
+    for level in ("uid", "landlock", "rlimits"):
+        assert isolation._probe_level(level) is None
+
+
+def test_explicit_rlimits_refuses_student_code(monkeypatch):
+    weak = isolation.Isolation("rlimits", 0, "")
+    monkeypatch.setattr(isolation, "_probe_level", lambda level: weak)
+    monkeypatch.delenv(isolation.TRUSTED_CODE_VARIABLE, raising=False)
+    isolation._choose.cache_clear()
+    try:
+        with pytest.raises(IsolationError, match="hidden checks"):
+            isolation.choose("rlimits")
+        isolation._choose.cache_clear()
+        monkeypatch.setenv(isolation.TRUSTED_CODE_VARIABLE, "1")
+        assert isolation.choose("rlimits").explicit
+    finally:
+        isolation._choose.cache_clear()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="permissions are what a sandbox uid meets")
+def test_a_level_without_its_own_view_refuses_a_readable_course(monkeypatch):
+    monkeypatch.delenv(isolation.TRUSTED_CODE_VARIABLE, raising=False)
+    no_landlock_uid = isolation.Isolation("uid", 0, "")
+    base = Path(tempfile.mkdtemp(prefix="attn-adv-course-"))  # /tmp: every ancestor enterable
+    try:
+        _refuses_until_private(no_landlock_uid, base)
+    finally:
+        remove(base)
+
+
+def _refuses_until_private(no_landlock_uid: isolation.Isolation, tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    (course / "source").mkdir(parents=True)
+    (course / "source" / "ex.ipynb").write_text("reference")
+    (course / "gradebook.db").write_text("grades")
+    for path in (tmp_path, course, course / "source"):
+        path.chmod(0o755)
+    with pytest.raises(IsolationError, match="chmod -R o-rwx"):
+        isolation.require_private(no_landlock_uid, [course])
+    course.chmod(0o750)  # as `attn-grade build` leaves it
+    isolation.require_private(no_landlock_uid, [course])
+    jail = isolation.Isolation("jail", 0, "")
+    course.chmod(0o755)
+    isolation.require_private(jail, [course])  # the jail binds no course at all
+
+
+def test_build_leaves_the_course_unreadable_to_others(tmp_path):
+    from autograder.course.build import build_course
+
+    course = tmp_path / "course"
+    build_course(course, ["ex4_gqa_analysis"], release=False)
+    assert course.stat().st_mode & 0o007 == 0
+
+
+STEAL_COPY = r"""
+import json, sys
+from autograder.grading.submission import ProgramCell, Submission
+from autograder.sandbox import isolation
+from autograder.sandbox.limits import Limits
+CELL = '''
+import os, sys
+def steal():
+    found = []
+    for entry in sys.path:
+        path = os.path.join(entry, "reference", "ex1_numpy_attention.py")
+        try:
+            found.append(open(path).read()[:40])
+        except OSError:
+            pass
+    try:
+        import autograder.exercises.ex1_numpy_attention.reference as stolen
+        found.append(stolen.__file__)
+    except Exception:
+        pass
+    return found
+'''
+level = isolation.choose(sys.argv[1])
+with Submission([ProgramCell("cell 1", CELL)], Limits(), level=level) as submission:
+    print(json.dumps(submission.call("steal")))
+"""
+
+
+@pytest.mark.parametrize("level", [p for p in _params() if p.values[0] != "rlimits"])
+def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp_path):
+    """A second installed copy (a wheel's `reference` in the venv beside the checkout the
+    grader runs from) was not masked: 8/8 at `jail` by import."""
+    python = venv() / "bin" / "python"
+    site = next((venv() / "lib").glob("python*/site-packages"))
+    copy = site / "reference"
+    shutil.copytree(ROOT / "reference", copy, dirs_exist_ok=True)
+    try:
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
+        done = subprocess.run(
+            [str(python), "-c", STEAL_COPY, level],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

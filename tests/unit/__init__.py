@@ -1,0 +1,1 @@
+"""Tests of single modules, without grading a notebook end to end."""
