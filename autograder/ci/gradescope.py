@@ -17,6 +17,7 @@ import re
 import zipfile
 from pathlib import Path
 
+from autograder.core.errors import UsageError
 from autograder.core.results import GradeReport
 from autograder.exercises import resolve
 
@@ -38,7 +39,7 @@ def md_literal(text: str) -> str:
 def results_json(report: GradeReport, visibility: str = "visible") -> dict:
     """Gradescope's results.json: Markdown output, per-test visibility, our extra_data."""
     if visibility not in VISIBILITIES:
-        raise ValueError(f"unknown visibility {visibility!r}; choose from {VISIBILITIES}")
+        raise UsageError(f"unknown visibility {visibility!r}; choose from {VISIBILITIES}")
     results = report.to_gradescope()
     for test in results["tests"]:
         test["output"] = md_literal(test["output"])
@@ -56,7 +57,7 @@ def build_bundle(exercise: str, out: Path, wheel: Path, visibility: str = "visib
     """Write the Gradescope autograder zip for `exercise` with `wheel` inside."""
     exercise = resolve(exercise)
     if visibility not in VISIBILITIES:
-        raise ValueError(f"unknown visibility {visibility!r}; choose from {VISIBILITIES}")
+        raise UsageError(f"unknown visibility {visibility!r}; choose from {VISIBILITIES}")
     config = {"exercise": exercise, "visibility": visibility}
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name in ("setup.sh", "run_autograder"):

@@ -21,7 +21,7 @@ from autograder.cli.common import (
 from autograder.core.errors import AttnGradeError
 from autograder.core.speedups import skip_slow_optional_imports
 from autograder.core.text import clean_text
-from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES
+from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES, short_names
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
 
@@ -145,13 +145,14 @@ def parser() -> argparse.ArgumentParser:
     main = argparse.ArgumentParser(prog="attn-grade", description=__doc__)
     main.add_argument("--version", action="version", version=_version_text())
     commands = main.add_subparsers(dest="command", required=True)
-    defaults = {"formatter_class": _ShowDefaults}
 
     build = commands.add_parser(
-        "build", **defaults, help="render the notebooks and release them with nbgrader"
+        "build",
+        formatter_class=_ShowDefaults,
+        help="render the notebooks and release them with nbgrader",
     )
     build.add_argument(
-        "exercises", nargs="*", metavar="EXERCISE", help="ids or ex1..ex5 (default: all)"
+        "exercises", nargs="*", metavar="EXERCISE", help=f"ids or {short_names()} (default: all)"
     )
     build.add_argument(
         "--course",
@@ -170,7 +171,7 @@ def parser() -> argparse.ArgumentParser:
     build.set_defaults(run=cmd_build)
 
     grade = commands.add_parser(
-        "grade", **defaults, help="grade one notebook (no course, no server)"
+        "grade", formatter_class=_ShowDefaults, help="grade one notebook (no course, no server)"
     )
     grade.add_argument("notebook")
     grade.add_argument(
@@ -191,7 +192,7 @@ def parser() -> argparse.ArgumentParser:
     grade.set_defaults(run=cmd_grade)
 
     autograde = commands.add_parser(
-        "autograde", **defaults, help="autograde submitted notebooks of a course"
+        "autograde", formatter_class=_ShowDefaults, help="autograde submitted notebooks of a course"
     )
     course_batch_options(autograde)
     autograde.add_argument(
@@ -215,7 +216,7 @@ def parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser(
         "report",
-        **defaults,
+        formatter_class=_ShowDefaults,
         help="one HTML page on the last batch: items, mistakes, problems, similarity",
     )
     report.add_argument(
@@ -227,15 +228,17 @@ def parser() -> argparse.ArgumentParser:
     report.set_defaults(run=cmd_report)
 
     demo = commands.add_parser(
-        "demo", **defaults, help="the whole course cycle on a fresh demo course"
+        "demo", formatter_class=_ShowDefaults, help="the whole course cycle on a fresh demo course"
     )
-    demo.add_argument("exercises", nargs="*", metavar="EXERCISE", help="default: all five")
+    demo.add_argument(
+        "exercises", nargs="*", metavar="EXERCISE", help=f"default: all {len(EXERCISES)}"
+    )
     demo.add_argument("--course", default="demo-course", help="where to build the demo course")
     demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")
     isolation_option(demo)
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)
-    add_audit_commands(commands, defaults)
+    add_audit_commands(commands, _ShowDefaults)
     return main
 
 
@@ -248,9 +251,6 @@ def main(argv: list[str] | None = None) -> int:
     except AttnGradeError as error:
         print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
         return error.exit_code
-    except ValueError as error:  # unknown exercise names and the like
-        print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
-        return EXIT_USAGE
     except Exception as error:  # noqa: BLE001 - never a traceback or a misleading exit code
         print(
             f"attn-grade {args.command}: internal error: {type(error).__name__}: "

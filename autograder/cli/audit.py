@@ -38,12 +38,16 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     )
 
 
-def add_audit_commands(commands, defaults: dict) -> None:
+def add_audit_commands(commands, formatter: type[argparse.HelpFormatter]) -> None:
     verify = commands.add_parser(
-        "verify", **defaults, help="regrade from the audit log and report any difference"
+        "verify",
+        formatter_class=formatter,
+        help="regrade from the audit log and report any difference",
     )
     regrade = commands.add_parser(
-        "regrade", **defaults, help="after a check change, show each score change (--diff)"
+        "regrade",
+        formatter_class=formatter,
+        help="after a check change, show each score change (--diff)",
     )
     for command in (verify, regrade):
         course_batch_options(command)

@@ -1,6 +1,6 @@
 """`attn-grade demo`: the whole course cycle on a fresh demo course with a sqlite gradebook.
 
-Build and release the five exercises; three simulated students per exercise fetch and submit
+Build and release every exercise; three simulated students per exercise fetch and submit
 through nbgrader's exchange (alice: the reference solution, bob: the reference with one
 catalogued mistake, carol: the blank release); collect, autograde (in parallel), generate and
 release feedback, export grades.csv, write the batch report; print the scores and where the

@@ -24,6 +24,8 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
+from autograder.core.errors import UsageError
+
 AUTO_POINTS = 8.0
 MANUAL_POINTS = 2.0
 EXERCISES_DIR = Path(__file__).resolve().parent
@@ -72,11 +74,11 @@ def short_names() -> str:
 
 
 def resolve(name: str) -> str:
-    """Full exercise id from an id or its short name; ValueError for anything else."""
+    """Full exercise id from an id or its short name; UsageError (a ValueError) otherwise."""
     for exercise in EXERCISES:
         if name in (exercise, short_name(exercise)):
             return exercise
-    raise ValueError(f"unknown exercise {name!r}; choose from {', '.join(EXERCISES)}")
+    raise UsageError(f"unknown exercise {name!r}; choose from {', '.join(EXERCISES)}")
 
 
 def exercise_dir(exercise: str) -> Path:

@@ -6,6 +6,7 @@ from functools import cache
 
 import jinja2
 
+from autograder.core.errors import UsageError
 from autograder.exercises import EXERCISES_DIR, reference_module, resolve
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import CellSpec, parse_cells
@@ -31,7 +32,7 @@ def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> s
     reference and torch)."""
     exercise = resolve(exercise)
     if lang not in LANGUAGES:
-        raise ValueError(f"unknown language {lang!r}; choose from {', '.join(LANGUAGES)}")
+        raise UsageError(f"unknown language {lang!r}; choose from {', '.join(LANGUAGES)}")
     template = _environment().get_template(f"{exercise}/template.ipynb.j2")
     if with_code:
         module = reference_module(exercise)
