@@ -41,7 +41,7 @@ def grader_version() -> str:
         return "0+unknown"
 
 
-def points_files(package_dir: Path = PACKAGE_DIR) -> list[Path]:
+def points_files(package_dir: Path) -> list[Path]:
     """Every file that decides points, below `package_dir` (an `autograder/` directory)."""
     found: list[Path] = []
     for part in POINTS_DECIDED_BY:
@@ -60,4 +60,4 @@ def digest_of(files: list[Path]) -> str:
 @cache
 def checks_digest() -> str:
     """The digest of this installation's checks and everything else that decides points."""
-    return digest_of(points_files())
+    return digest_of(points_files(PACKAGE_DIR))
