@@ -67,7 +67,8 @@ def run_autograder(root: Path, submission: Path | None) -> dict:
 
 def test_setup_locks_the_hidden_parts_to_root(root):
     site = Path(sysconfig.get_paths(vars={"base": str(root / "venv")})["purelib"])
-    for path in (site / "autograder" / "checks", site / "reference", root / "source"):
+    exercises = site / "autograder" / "exercises"
+    for path in (exercises, exercises / "ex1_numpy_attention" / "reference.py", root / "source"):
         mode = path.stat().st_mode
         assert not mode & (stat.S_IRWXG | stat.S_IRWXO), f"{path} is readable by others"
 

@@ -33,7 +33,11 @@ def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path)
     """Every non-Python file of the package is package data (pyproject.toml)."""
     python = wheel_bin / "python"
     where = subprocess.run(
-        [str(python), "-c", "import autograder, reference; print(autograder.__file__)"],
+        [
+            str(python),
+            "-c",
+            "import autograder.exercises.ex1_numpy_attention.reference as r; print(r.__file__)",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -238,7 +238,7 @@ import os, sys
 def steal():
     found = []
     for entry in sys.path:
-        path = os.path.join(entry, "reference", "ex1_numpy_attention.py")
+        path = os.path.join(entry, "autograder", "exercises", "ex1_numpy_attention", "reference.py")
         try:
             found.append(open(path).read()[:40])
         except OSError:
@@ -258,12 +258,13 @@ with Submission([ProgramCell("cell 1", CELL)], Limits(), level=level) as submiss
 
 @pytest.mark.parametrize("level", [p for p in _params() if p.values[0] != "rlimits"])
 def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp_path):
-    """A second installed copy (a wheel's `reference` in the venv beside the checkout the
-    grader runs from) was not masked: 8/8 at `jail` by import."""
+    """A second installed copy (a wheel's package, with the exercises' references, in the venv
+    beside the checkout the grader runs from) was not masked: 8/8 at `jail` by import."""
     python = venv() / "bin" / "python"
     site = next((venv() / "lib").glob("python*/site-packages"))
-    copy = site / "reference"
-    shutil.copytree(ROOT / "reference", copy, dirs_exist_ok=True)
+    copy = site / "autograder"
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "autograder", copy, dirs_exist_ok=True, ignore=ignore)
     try:
         env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
         done = subprocess.run(

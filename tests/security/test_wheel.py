@@ -45,8 +45,7 @@ def wheel_site():
     os.chmod(base, 0o755)
     source = base / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
-    for name in ("autograder", "reference"):
-        shutil.copytree(ROOT / name, source / name, ignore=ignore)
+    shutil.copytree(ROOT / "autograder", source / "autograder", ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
@@ -73,7 +72,9 @@ def test_a_wheel_install_hides_the_reference_and_checks(entry, level, wheel_site
     host = Host(Path(tempfile.mkdtemp(prefix="attn-adv-host-")))
     host.overrides.update(
         {
-            "@REFERENCE@": str(packages / "reference" / "ex1_numpy_attention.py"),
+            "@REFERENCE@": str(
+                packages / "autograder" / "exercises" / "ex1_numpy_attention" / "reference.py"
+            ),
             "@CHECKS@": str(packages / "autograder" / "checks" / "ex1_numpy_attention.py"),
             "@SITE@": str(packages),
         }

@@ -112,7 +112,7 @@ _READ = _exfiltrate(
 )
 
 _STEAL_EXEC = """import sys, importlib, glob
-for path in ["@REFERENCE@"] + glob.glob("@SITE@/reference/*.py"):
+for path in ["@REFERENCE@"] + glob.glob("@SITE@/autograder/exercises/*/reference.py"):
     try:
         exec(open(path).read(), globals())
     except Exception as error:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
 # It installs the grader from the bundled wheel into $ROOT/venv (CPU PyTorch), then makes the
-# installed grader (hidden checks, mistake catalogue) and the reference readable by root only.
+# installed grader (each exercise's reference, hidden checks and mistake catalogue) readable by
+# root only.
 set -euo pipefail
 ROOT="${ATTN_GRADE_AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${ATTN_GRADE_PYTHON:-python3.11}"
@@ -19,6 +20,6 @@ if [ ! -x "$ROOT/venv/bin/attn-grade" ]; then
 fi
 SITE="$("$ROOT/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 if [ "$(id -u)" = 0 ]; then
-  chown -R root:root "$ROOT/source" "$SITE/autograder" "$SITE/reference"
+  chown -R root:root "$ROOT/source" "$SITE/autograder"
 fi
-chmod -R go-rwx "$ROOT/source" "$SITE/autograder" "$SITE/reference"
+chmod -R go-rwx "$ROOT/source" "$SITE/autograder"
