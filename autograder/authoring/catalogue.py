@@ -31,14 +31,19 @@ def _definition_source(implementation: Callable) -> str:
     if not inspect.isclass(implementation) or not methods:
         return inspect.getsource(implementation)
     line = methods[0].__code__.co_firstlineno
-    source = inspect.getsource(inspect.getmodule(implementation))
+    module = inspect.getmodule(implementation)
+    if module is None:
+        return inspect.getsource(implementation)
+    source = inspect.getsource(module)
     for node in ast.walk(ast.parse(source)):
         if (
             isinstance(node, ast.ClassDef)
             and node.name == implementation.__name__
-            and node.lineno <= line <= node.end_lineno
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
         ):
-            return ast.get_source_segment(source, node, padded=True)
+            segment = ast.get_source_segment(source, node, padded=True)
+            if segment is not None:
+                return segment
     return inspect.getsource(implementation)
 
 
@@ -84,7 +89,9 @@ class Catalogue:
         self.exercise = exercise
         self._mistakes: dict[str, Mistake] = {}
 
-    def mistake(self, mistake_id: str, description: str, *, check: str):
+    def mistake(
+        self, mistake_id: str, description: str, *, check: str
+    ) -> Callable[[Callable], Callable]:
         """Decorator registering a wrong implementation (named like the function it replaces)."""
 
         def register(implementation: Callable) -> Callable:
@@ -109,10 +116,10 @@ class Catalogue:
     def for_target(self, target: str) -> list[Mistake]:
         return [m for m in self._mistakes.values() if m.target == target]
 
-    def outputs(self, target: str, *args, **kwargs) -> list[tuple[Mistake, object]]:
+    def outputs(self, target: str, *args: object, **kwargs: object) -> list[tuple[Mistake, object]]:
         """What each catalogued mistake of `target` returns on these inputs, or `Raised` when it
         raises: candidates for naming a wrong answer."""
-        found = []
+        found: list[tuple[Mistake, object]] = []
         for mistake in self.for_target(target):
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):

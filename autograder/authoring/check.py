@@ -9,7 +9,7 @@ from `reference/` here in the parent, and fail through `autograder.authoring.exp
 import pytest
 
 
-def check(*, points: float, grade_id: str, requires: tuple[str, ...] = ()):
+def check(*, points: float, grade_id: str, requires: tuple[str, ...] = ()) -> pytest.MarkDecorator:
     """Mark a grading check with its points and the grade cell it counts towards.
 
     `requires` names the checks that prove the function does its job: this check's points are

@@ -7,12 +7,12 @@ import copy
 import numbers
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
-from autograder.authoring.catalogue import Mistake, Raised
-from autograder.grading.submission import Handle, StudentError
+from autograder.authoring.catalogue import Catalogue, Mistake, Raised
+from autograder.grading.submission import Handle, StudentError, Submission
 
 
 class CheckFailed(AssertionError):
@@ -31,29 +31,31 @@ def ensure(condition: bool, message: str, *, mistake: Mistake | None = None) -> 
         fail(message, mistake=mistake)
 
 
-def _describe(value) -> str:
+def _describe(value: Any) -> str:
     if isinstance(value, Handle):
         return value.type.rsplit(".", 1)[-1]
     return type(value).__name__
 
 
-def is_tensor(value) -> bool:
+def is_tensor(value: Any) -> bool:
     import torch
 
     return isinstance(value, torch.Tensor)
 
 
-def is_real(value) -> bool:
+def is_real(value: Any) -> bool:
     """A real number (Python or NumPy), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def is_int(value) -> bool:
+def is_int(value: Any) -> bool:
     """An integer (Python or NumPy), not a bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def as_array(value, what: str, *, allow=("ndarray", "tensor")) -> np.ndarray:
+def as_array(
+    value: Any, what: str, *, allow: tuple[str, ...] = ("ndarray", "tensor")
+) -> np.ndarray:
     """`value` as a NumPy array, if it is one of the allowed kinds; otherwise fail."""
     if "ndarray" in allow and isinstance(value, np.ndarray):
         return value
@@ -63,7 +65,7 @@ def as_array(value, what: str, *, allow=("ndarray", "tensor")) -> np.ndarray:
     fail(f"{what} should be {kinds}, got {_describe(value)}")
 
 
-def expect_tuple(value, length: int, what: str) -> tuple:
+def expect_tuple(value: Any, length: int, what: str) -> tuple:
     if not isinstance(value, tuple | list) or len(value) != length:
         fail(
             f"{what} should return a tuple of {length} values, got {_describe(value)}"
@@ -95,7 +97,7 @@ def expect_rows_sum_to_one(
     )
 
 
-def close(a, b, *, atol: float, rtol: float, allow_inf: bool = False) -> bool:
+def close(a: Any, b: Any, *, atol: float, rtol: float, allow_inf: bool = False) -> bool:
     """Same shape and within tolerance. NaN never equals anything, nor does infinity (unless
     `allow_inf`: then an infinity equals only the same infinity where the expected one is)."""
     a, b = np.asarray(a), np.asarray(b)
@@ -115,7 +117,7 @@ def close(a, b, *, atol: float, rtol: float, allow_inf: bool = False) -> bool:
     return bool(np.allclose(a, b, atol=atol, rtol=rtol))
 
 
-def within(value, expected, tolerance: float) -> bool:
+def within(value: Any, expected: Any, tolerance: float) -> bool:
     """|value - expected| <= tolerance for finite real numbers; False for NaN, inf or
     anything that is not a real number."""
     if not (is_real(value) and is_real(expected)):
@@ -127,7 +129,7 @@ def within(value, expected, tolerance: float) -> bool:
 
 
 def matching_mistake(
-    observed,
+    observed: Any,
     candidates: Iterable[tuple[Mistake, object]],
     pick: Callable = lambda value: value,
     *,
@@ -150,7 +152,7 @@ def matching_mistake(
 
 
 def equal_mistake(
-    value, candidates: Iterable[tuple[Mistake, object]], pick: Callable = lambda output: output
+    value: Any, candidates: Iterable[tuple[Mistake, object]], pick: Callable = lambda output: output
 ) -> Mistake | None:
     """The first catalogued mistake whose output (after `pick`) has `value`'s type and equals
     it: `matching_mistake` for plain data (strings, lists, dicts)."""
@@ -165,7 +167,12 @@ def equal_mistake(
 
 
 def expect_equal(
-    value, expected, what: str, candidates: Iterable[tuple[Mistake, object]] = (), *, why=""
+    value: Any,
+    expected: Any,
+    what: str,
+    candidates: Iterable[tuple[Mistake, object]] = (),
+    *,
+    why: str = "",
 ) -> None:
     """Fail unless plain data `value == expected`, naming a mistake that returned the same."""
     if value != expected:
@@ -177,8 +184,8 @@ def expect_equal(
 
 
 def expect_close(
-    observed,
-    expected,
+    observed: Any,
+    expected: Any,
     what: str,
     *,
     atol: float = 1e-6,
@@ -226,8 +233,8 @@ def distinguish(got: float, expected: float, digits: int = 6) -> tuple[str, str]
 
 
 def expect_number(
-    value,
-    expected,
+    value: Any,
+    expected: Any,
     what: str,
     candidates: Iterable[tuple[Mistake, object]] = (),
     *,
@@ -257,7 +264,12 @@ class Answer:
 
 
 def call_checked(
-    submission, catalogue, target: str, *args, timeout: float | None = None, **kwargs
+    submission: Submission,
+    catalogue: Catalogue,
+    target: str,
+    *args: Any,
+    timeout: float | None = None,
+    **kwargs: Any,
 ) -> Answer:
     """Call the student's `target`; if it raises, fail, naming a catalogued mistake that raises
     the same exception on these inputs."""
@@ -274,14 +286,14 @@ def call_checked(
 
 
 def expect_raises(
-    submission,
-    catalogue,
+    submission: Submission,
+    catalogue: Catalogue,
     target: str,
     error_type: str,
-    *args,
+    *args: Any,
     what: str | None = None,
     why: str = "",
-    **kwargs,
+    **kwargs: Any,
 ) -> None:
     """The student's `target(*args, **kwargs)` must raise `error_type` (a class name such as
     "ValueError"). Otherwise fail, naming the first catalogued mistake of `target` that does the

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,7 +28,7 @@ def load_into(module: Handle, weights: dict[str, torch.Tensor]) -> dict[str, tor
     return {key: state[key] for key in weights}
 
 
-def student_output(module: Handle, x: torch.Tensor, what: str, **kwargs) -> np.ndarray:
+def student_output(module: Handle, x: torch.Tensor, what: str, **kwargs: Any) -> np.ndarray:
     """The student's module's output on x as an array; fail unless it is a tensor of x's
     shape."""
     out = as_array(module(x, **kwargs), what, allow=("tensor",))
@@ -42,7 +43,7 @@ def module_output(
     run: Callable,
     *,
     dtype: torch.dtype = torch.float64,
-):
+) -> Any:
     """`run(module)` without gradients, for `module = cls(*init_args)` cast to `dtype`, in eval
     mode, holding the entries of `state_dict` (names it lacks are ignored; an entry of another
     shape raises)."""

@@ -65,7 +65,7 @@ class Recorder:
 
         key, report, reason = graded or grade_file(exercise, student, path)
         log = ""
-        if key is not None:
+        if key is not None and report is not None:
             preprocessors.PRECOMPUTED[key] = report
             result = self.api.autograde(exercise, student, force=True, create=True)
             preprocessors.PRECOMPUTED.clear()

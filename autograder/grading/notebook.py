@@ -26,7 +26,7 @@ class InvalidNotebook(Exception):
 
 @dataclass
 class LoadedNotebook:
-    exercise: str | None
+    exercise: str
     program: list[ProgramCell] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # tolerated irregularities, for feedback
     demos: dict[str, ProgramCell] = field(default_factory=dict)  # grade id -> demo cell, in order
@@ -115,7 +115,7 @@ def _program_of(notebook: dict, exercise: str) -> LoadedNotebook:
         if grade_id:
             seen[grade_id] = seen.get(grade_id, 0) + 1
         label = f"cell {index}" + (f" ({grade_id})" if grade_id else "")
-        if role == "demo" and grade_id not in loaded.demos:
+        if role == "demo" and grade_id and grade_id not in loaded.demos:
             loaded.demos[grade_id] = ProgramCell(label, _source(cell))
         if role not in RUN_ROLES:
             continue

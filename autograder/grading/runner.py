@@ -99,7 +99,9 @@ def load_notebook(
     """The program of a parsed notebook, or the reason it cannot be graded as `exercise`.
     A notebook whose metadata names another exercise is graded as `exercise`, with a note."""
     declared = declared_exercise(notebook) if notebook else None
-    if reason is None:
+    if reason is None and notebook is None:
+        reason = "the notebook could not be read"
+    if reason is None and notebook is not None:
         try:
             loaded = program_of(notebook, exercise)
         except InvalidNotebook as error:

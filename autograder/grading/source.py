@@ -56,9 +56,11 @@ def _imports(node: ast.AST, package: str) -> bool:
     return False
 
 
-def _top_level_functions(trees: list[ast.Module]) -> dict[str, ast.FunctionDef]:
+def _top_level_functions(
+    trees: list[ast.Module],
+) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     """The last top-level definition of each function name (what the notebook ends up with)."""
-    found: dict[str, ast.FunctionDef] = {}
+    found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
     for tree in trees:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

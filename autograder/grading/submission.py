@@ -224,16 +224,19 @@ class Submission:
         return self.sandbox
 
     def _run_program(self) -> None:
+        if self.sandbox is None:
+            raise SandboxDied("crashed", "the sandbox was not started")
+        sandbox = self.sandbox
         for cell in self.program:
             if cell.label in self.skipped:
                 continue
             try:
-                response, _ = self.sandbox.request(
+                response, _ = sandbox.request(
                     {"op": "exec", "source": cell.source, "label": cell.label},
                     timeout=self._timeout(self.budget.cell_timeout),
                 )
                 self._check_tampering(response)
-                if not self.sandbox.alive:  # the cell killed the supervisor, yet answered
+                if not sandbox.alive:  # the cell killed the supervisor, yet answered
                     raise SandboxDied("crashed", "the notebook killed the sandbox's supervisor")
             except SandboxDied as died:
                 self._record(died, f"{cell.label}")

@@ -106,9 +106,9 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
                     groups.setdefault(key, []).append((str(path), fields.get("timestamp")))
             for members in groups.values():
                 if len(members) > 1 and any(stamp is None for _, stamp in members):
-                    for path, _ in members:
-                        others = ", ".join(p for p, _ in members if p != path)
-                        self._clashes[path] = others
+                    for member, _ in members:
+                        others = ", ".join(p for p, _ in members if p != member)
+                        self._clashes[member] = others
         return self._clashes
 
     def _extracted_files(self) -> list[Path]:

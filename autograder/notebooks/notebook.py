@@ -25,7 +25,7 @@ def nbgrader_metadata(cell: CellSpec) -> dict | None:
     if cell.role == "markdown":
         return None
     grade, solution, locked = _NBGRADER_FLAGS[cell.role]
-    metadata = {
+    metadata: dict[str, object] = {
         "grade": grade,
         "grade_id": cell.grade_id,
         "locked": locked,

@@ -44,9 +44,7 @@ def setup_source(module: ModuleType) -> str:
     thread for PyTorch when it imports torch)."""
     parsed = parse(module)
     imports = [node for node in parsed.tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
-    source = "\n".join(
-        line for node in imports for line in parsed.segment(node.lineno, node.end_lineno)
-    )
+    source = "\n".join(line for node in imports for line in parsed.segment(node.lineno, _end(node)))
     imports_torch = any(
         isinstance(node, ast.Import) and any(a.name == "torch" and not a.asname for a in node.names)
         for node in imports
@@ -73,10 +71,18 @@ def _definition(module: ModuleType, name: str) -> ast.FunctionDef | ast.ClassDef
 def _header_end(node: ast.FunctionDef | ast.ClassDef) -> int:
     """Last line of the signature, or of the docstring when there is one."""
     first = node.body[0]
-    if isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant):
-        if isinstance(first.value.value, str):
-            return first.end_lineno
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return _end(first)
     return first.lineno - 1
+
+
+def _end(node: ast.stmt) -> int:
+    """The node's last line (parsed source always has one)."""
+    return node.end_lineno if node.end_lineno is not None else node.lineno
 
 
 def _start(node: ast.FunctionDef | ast.ClassDef) -> int:
@@ -85,7 +91,7 @@ def _start(node: ast.FunctionDef | ast.ClassDef) -> int:
 
 def _function_lines(parsed: ParsedModule, node: ast.FunctionDef) -> list[str]:
     header_end = _header_end(node)
-    body = parsed.segment(header_end + 1, node.end_lineno)
+    body = parsed.segment(header_end + 1, _end(node))
     while body and not body[0].strip():
         body.pop(0)
     indent = body[0][: len(body[0]) - len(body[0].lstrip())]
@@ -100,7 +106,7 @@ def _function_lines(parsed: ParsedModule, node: ast.FunctionDef) -> list[str]:
 def _body_ranges(node: ast.FunctionDef | ast.ClassDef) -> list[tuple[int, int]]:
     """(first, last) line ranges of what is hidden: function bodies after the docstring."""
     if isinstance(node, ast.FunctionDef):
-        return [(_header_end(node) + 1, node.end_lineno)]
+        return [(_header_end(node) + 1, _end(node))]
     return [
         rng for item in node.body if isinstance(item, ast.FunctionDef) for rng in _body_ranges(item)
     ]
@@ -118,7 +124,7 @@ def solution_source(module: ModuleType, name: str) -> str:
     for method in methods:
         lines += parsed.segment(position, _start(method) - 1)
         lines += _function_lines(parsed, method)
-        position = method.end_lineno + 1
+        position = _end(method) + 1
     return "\n".join(lines)
 
 

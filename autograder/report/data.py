@@ -63,8 +63,9 @@ def _text(value: object, limit: int = 2000) -> str:
 
 
 def _number(value: object) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else 0.0
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
 
 
 def report_from_metadata(notebook: dict) -> GradeReport | None:
@@ -88,7 +89,8 @@ def report_from_metadata(notebook: dict) -> GradeReport | None:
                 mistake=_text(mistake, 200) if mistake else None,
             )
         )
-    messages = stored.get("messages") if isinstance(stored.get("messages"), list) else []
+    stored_messages = stored.get("messages")
+    messages = stored_messages if isinstance(stored_messages, list) else []
     return GradeReport(
         exercise=_text(stored.get("exercise"), 100),
         status=_text(stored.get("status") or Status.CRASHED, 50),
@@ -156,7 +158,7 @@ def without_stub(code: str, stub: str) -> str:
         return code
     lines, stub_lines = code.splitlines(), stub.splitlines()
     matcher = difflib.SequenceMatcher(None, lines, stub_lines, autojunk=False)
-    drop = set()
+    drop: set[int] = set()
     for block in matcher.get_matching_blocks():
         drop.update(range(block.a, block.a + block.size))
     kept = "\n".join(line for i, line in enumerate(lines) if i not in drop)

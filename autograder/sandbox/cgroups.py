@@ -76,8 +76,8 @@ def detect() -> str:
 
 def _sweep(version: str) -> None:
     """Remove groups left by grading processes that were killed (their pid is the prefix)."""
-    bases = [_v2_base()] if version == "v2" else _v1_bases()
-    for base in bases:
+    found = [_v2_base()] if version == "v2" else _v1_bases()
+    for base in [base for base in found or [] if base is not None]:
         for group in base.iterdir():
             owner = group.name.split("-", 1)[0]
             if not group.is_dir() or not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
@@ -102,7 +102,10 @@ class Group:
         name = f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         quota = str(int(PERIOD_US * cpus))
         if version == "v2":
-            path = _v2_base() / name
+            base = _v2_base()
+            if base is None:
+                raise OSError("the cgroup v2 hierarchy is no longer usable")
+            path = base / name
             path.mkdir()
             group = cls("v2", [path])
             _write(path / "memory.max", str(memory_bytes))
@@ -111,7 +114,10 @@ class Group:
             _write(path / "pids.max", str(processes))
             _write(path / "cpu.max", f"{quota} {PERIOD_US}")
             return group
-        memory, pids, cpu = (base / name for base in _v1_bases())
+        bases = _v1_bases()
+        if bases is None:
+            raise OSError("the cgroup v1 hierarchies are no longer usable")
+        memory, pids, cpu = (base / name for base in bases)
         group = cls("v1", [memory, pids, cpu])
         for path in group.paths:
             path.mkdir()

@@ -306,10 +306,10 @@ def _choose(level: str) -> Isolation:
         return found
     if level not in LEVELS:
         raise IsolationError(f"unknown isolation level {level!r}; choose from {', '.join(LEVELS)}")
-    found = _probe_level(level)
-    if found is None:
+    probed = _probe_level(level)
+    if probed is None:
         raise IsolationError(f"isolation level {level!r} is not available here: " + _missing(level))
-    chosen = Isolation(found.level, found.landlock_abi, found.cgroup, explicit=True)
+    chosen = Isolation(probed.level, probed.landlock_abi, probed.cgroup, explicit=True)
     if not chosen.hides_hidden_files() and not trusted_code():
         raise IsolationError(
             f"refusing to grade at {level!r}: its child could read the hidden checks and "

@@ -26,6 +26,8 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+from autograder.core.errors import IsolationError
+
 RUNTIME_MOUNT = "/opt/attn-grade"
 WORK_MOUNT = "/sandbox"
 SANDBOX_USER_ID = 1000  # the uid inside a user namespace (unprivileged grader)
@@ -71,7 +73,10 @@ def command(
 ) -> list[str]:
     """The bubblewrap argv that runs `argv` in the jail. `files` maps a path inside the jail to
     an open fd whose content bubblewrap copies there (the fd must be passed to the process)."""
-    args = [bwrap(), "--die-with-parent", "--new-session", "--hostname", "sandbox"]
+    binary = bwrap()
+    if binary is None:
+        raise IsolationError("bubblewrap (bwrap) is not installed")
+    args = [binary, "--die-with-parent", "--new-session", "--hostname", "sandbox"]
     args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     args += ["--unshare-cgroup-try"]
     if unprivileged:

@@ -15,8 +15,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import IO
 
 from autograder.sandbox import cgroups, identity, isolation, jail
 from autograder.sandbox.inside import wire
@@ -164,7 +166,7 @@ def _spawn(command: list[str], **kwargs) -> subprocess.Popen:
     """Popen from one long-lived thread. bubblewrap's --die-with-parent (PR_SET_PDEATHSIG)
     fires when the *thread* that forked it ends, and sandboxes are started from short-lived
     threads (the background start); this thread lives as long as the process."""
-    return _SPAWNER.submit(subprocess.Popen, command, **kwargs).result()
+    return _SPAWNER.submit(lambda: subprocess.Popen(command, **kwargs)).result()
 
 
 RUNTIME_PREFIX = "attn-grade-runtime-"
@@ -286,7 +288,8 @@ class Sandbox:
                 unprivileged=os.geteuid() != 0,
                 argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
             )
-            readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, script_dir]
+            # the jail's /proc is its own (pid and network namespaces): all of it is the child's
+            readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, "/proc", script_dir]
             readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
             writable = [str(work), "/tmp", os.devnull]
             listable = []  # hidden packages are masked by empty directories
@@ -360,9 +363,10 @@ class Sandbox:
                 processes=self.limits.group_processes,
                 cpus=self.limits.cpus,
             )
-            self._join_group()
-        self.process.stdin.write((json.dumps(config) + "\n").encode())
-        self.process.stdin.flush()
+            self._join_group(self._group)
+        stdin = self._stdin()
+        stdin.write((json.dumps(config) + "\n").encode())
+        stdin.flush()
         self._reader = _DeadlineReader(self._response_read)
         self._writer = _DeadlineWriter(self._request_write)
         started = self._supervisor_event(self.limits.start_timeout)
@@ -374,17 +378,29 @@ class Sandbox:
         self.landlock_abi = started.get("landlock", 0)
         self.request({"op": "ping"}, timeout=self.limits.start_timeout)
 
-    def _join_group(self) -> None:
+    def _stdin(self) -> IO[bytes]:
+        if self.process is None or self.process.stdin is None:
+            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
+        return self.process.stdin
+
+    def _stdout(self) -> IO[bytes]:
+        if self.process is None or self.process.stdout is None:
+            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
+        return self.process.stdout
+
+    def _join_group(self, group: cgroups.Group) -> None:
         """Move the supervisor's whole tree (bubblewrap forks before it reads its config) into
         the sandbox's cgroup; the child is started only after this, so all it starts inherits."""
+        if self.process is None:
+            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
         for _ in range(100):
             tree = [self.process.pid, *descendants(self.process.pid)]
-            outside = [pid for pid in tree if not self._group.contains(pid)]
+            outside = [pid for pid in tree if not group.contains(pid)]
             if not outside:
                 return
             for pid in outside:
                 try:
-                    self._group.add(pid)
+                    group.add(pid)
                 except OSError:
                     pass  # exited meanwhile
         raise SandboxDied("crashed", "could not move the sandbox into its cgroup")
@@ -440,7 +456,7 @@ class Sandbox:
         return bytes(self._output[-size:]).decode("utf-8", "replace")
 
     def _supervisor_event(self, timeout: float) -> dict | None:
-        stdout = self.process.stdout
+        stdout = self._stdout()
         ready, _, _ = select.select([stdout], [], [], timeout)
         if not ready:
             return None
@@ -456,9 +472,10 @@ class Sandbox:
         if process is None or process.poll() is not None:
             return
         try:
-            process.stdin.write(b"kill\n")
-            process.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
+            stdin = self._stdin()
+            stdin.write(b"kill\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError, SandboxDied):
             pass
         try:
             process.wait(timeout=5)
@@ -476,7 +493,8 @@ class Sandbox:
             self._kill()
             for stream in (self.process.stdin, self.process.stdout):
                 try:
-                    stream.close()
+                    if stream is not None:
+                        stream.close()
                 except OSError:
                     pass
         if self._output_thread is not None:
@@ -515,7 +533,7 @@ class Sandbox:
 
     # -- requests --------------------------------------------------------------------------------
     def request(
-        self, header: dict, blobs: list[bytes] = (), *, timeout: float
+        self, header: dict, blobs: Sequence[bytes] = (), *, timeout: float
     ) -> tuple[dict, list[bytes]]:
         """Send one frame and return the child's response; SandboxDied when the child is gone."""
         if self._dead is not None:
@@ -540,9 +558,10 @@ class Sandbox:
         """Kill whatever the request left running beside the child (background processes):
         nothing a request started outlives it. The supervisor answers `reaped`."""
         try:
-            self.process.stdin.write(b"reap\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError):
+            stdin = self._stdin()
+            stdin.write(b"reap\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError, ValueError, SandboxDied):
             raise EOFError from None
         event = self._supervisor_event(10.0)
         if not event or event.get("event") != "reaped":

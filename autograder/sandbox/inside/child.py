@@ -121,7 +121,8 @@ class BoundedText(io.TextIOBase):
     """stdout/stderr of a demo cell: keeps the first `limit` characters, counts the rest."""
 
     def __init__(self, limit: int):
-        self.limit, self.parts, self.size, self.dropped = limit, [], 0, 0
+        self.parts: list[str] = []
+        self.limit, self.size, self.dropped = limit, 0, 0
 
     def writable(self) -> bool:
         return True
@@ -186,7 +187,9 @@ class Display:
             tree = ast.parse(source, filename)
         except SyntaxError:  # magics such as %matplotlib inline: plain Python first
             tree = ast.parse(ipython_to_python(source), filename)
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last is not None:
+            tree.body.pop()
         pyplot.close("all")  # as Jupyter's inline backend: each cell shows its own figures
         show, pyplot.show = pyplot.show, lambda *args, **kwargs: self.open_figures(pyplot)
         streams = sys.stdout, sys.stderr
@@ -356,7 +359,7 @@ class Server:
                 raise wire.ProtocolError(f"unknown operation {header.get('op')!r}")
             result = operation(header, blobs)
             encoder = wire.Encoder(fallback=self._handle_for)
-            response = {"ok": True}
+            response: dict[str, object] = {"ok": True}
             encoder.blobs.extend(result.pop("$blobs", []))
             for key, value in result.items():
                 response[key] = encoder.encode(value) if key == "value" else value

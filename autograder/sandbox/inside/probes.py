@@ -5,6 +5,8 @@ trustworthy as those objects: the parent treats them like any other output of th
 """
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def _text(items) -> list[str]:
@@ -135,7 +137,11 @@ def returns(value):
     return lambda *args, **kwargs: value
 
 
-PROBES = {"figure_summary": figure_summary, "module_summary": module_summary, "returns": returns}
+PROBES: dict[str, Callable[..., Any]] = {
+    "figure_summary": figure_summary,
+    "module_summary": module_summary,
+    "returns": returns,
+}
 
 
 def batch_recorder(model):
@@ -173,7 +179,7 @@ def without_torch(function, *args, **kwargs):
     saved = {k: v for k, v in sys.modules.items() if k == "torch" or k.startswith("torch.")}
     try:
         for name in saved:
-            sys.modules[name] = None
+            sys.modules[name] = None  # type: ignore[assignment]  # None: "import fails"
         return function(*args, **kwargs)
     finally:
         sys.modules.update(saved)

@@ -106,12 +106,13 @@ def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
         ("jeq", numbers["clone"], "clone"),
         ("ret", RET_ALLOW),
     ]
-    head = [(LD_W_ABS, 0, 0, OFFSET_ARCH), None]  # arch check, filled below
+    # the native ABI goes on, anything else (i386 int 0x80 on x86_64) is killed
+    head: list[tuple] = [("ld", OFFSET_ARCH), ("jeq_arch", audit_arch, "kill")]
     labels = {"clone": len(head) + len(body)}
-    tail = [
-        (LD_W_ABS, 0, 0, OFFSET_ARG0),
+    tail: list[tuple] = [
+        ("ld", OFFSET_ARG0),
         ("jset", CLONE_NAMESPACES, "deny"),
-        (RET_K, 0, 0, RET_ALLOW),
+        ("ret", RET_ALLOW),
     ]
     labels["deny"] = labels["clone"] + len(tail)
     labels["enosys"], labels["kill"] = labels["deny"] + 1, labels["deny"] + 2
@@ -122,15 +123,11 @@ def program(machine: str | None = None) -> list[tuple[int, int, int, int]]:
     ]
     code: list[tuple[int, int, int, int]] = []
     for index, op in enumerate(head + body + tail):
-        if index == 1:
-            op = ("jeq_arch", audit_arch, "kill")
         code.append(_assemble(op, index, labels))
     return code + ending
 
 
-def _assemble(op, index: int, labels: dict[str, int]) -> tuple[int, int, int, int]:
-    if isinstance(op[0], int):
-        return op
+def _assemble(op: tuple, index: int, labels: dict[str, int]) -> tuple[int, int, int, int]:
     kind = op[0]
     if kind == "ld":
         return (LD_W_ABS, 0, 0, op[1])

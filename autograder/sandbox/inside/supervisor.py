@@ -61,7 +61,9 @@ def landlock_abi() -> int:
     return max(int(version), 0)
 
 
-def landlock_ruleset(abi: int, read: list[str], write: list[str], listable: list[str] = ()) -> int:
+def landlock_ruleset(
+    abi: int, read: list[str], write: list[str], listable: list[str] | None = None
+) -> int:
     """A ruleset fd allowing reads (and execution) under `read`, everything under `write`,
     directory listings (only) under `listable`."""
     handled = FS_ABI1_ALL
@@ -78,7 +80,7 @@ def landlock_ruleset(abi: int, read: list[str], write: list[str], listable: list
     ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), size, 0)
     if ruleset < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    for paths, rights in ((read, READ_RIGHTS), (write, handled), (listable, FS_READ_DIR)):
+    for paths, rights in ((read, READ_RIGHTS), (write, handled), (listable or [], FS_READ_DIR)):
         add_rules(ruleset, abi, paths, rights)
     return ruleset
 
@@ -136,6 +138,8 @@ def load_seccomp():
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
     spec = importlib.util.spec_from_file_location("attn_grade_seccomp", path)
+    if spec is None or spec.loader is None:
+        raise OSError(f"cannot load the seccomp policy from {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

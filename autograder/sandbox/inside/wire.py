@@ -8,6 +8,7 @@ with allow_pickle=False), anything else stays in the child behind a handle. Noth
 import io
 import json
 import struct
+from collections.abc import Sequence
 
 MAGIC = b"AGW1"
 _U32 = struct.Struct("<I")
@@ -29,7 +30,7 @@ def _read_exact(stream, count: int) -> bytes:
     return b"".join(chunks)
 
 
-def write_frame(stream, header: dict, blobs: list[bytes] = ()) -> None:
+def write_frame(stream, header: dict, blobs: Sequence[bytes] = ()) -> None:
     data = json.dumps(header, allow_nan=True).encode()
     parts = [MAGIC, _U32.pack(len(data)), data, _U32.pack(len(blobs))]
     for blob in blobs:
@@ -248,10 +249,10 @@ class Decoder:
         if "$torchdtype" in data:
             import torch
 
-            dtype = getattr(torch, str(data["$torchdtype"]), None)
-            if not isinstance(dtype, torch.dtype):
+            torch_dtype = getattr(torch, str(data["$torchdtype"]), None)
+            if not isinstance(torch_dtype, torch.dtype):
                 raise ProtocolError("bad torch dtype")
-            return dtype
+            return torch_dtype
         if "$handle" in data and self.handle is not None:
             return self.handle(data)
         raise ProtocolError(f"unexpected encoded value {str(data)[:80]}")
