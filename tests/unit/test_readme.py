@@ -16,6 +16,9 @@ def test_readme_opens_with_demo_and_test_commands():
     demo, tests = readme_commands()
     assert demo.strip().endswith("attn-grade demo")
     assert "pytest" in tests
+    gates = ["ruff check .", "ruff format --check .", "mypy", "python -m pytest"]
+    positions = [tests.find(gate) for gate in gates]
+    assert -1 not in positions and positions == sorted(positions), "lint and types before tests"
 
 
 def test_ci_runs_the_readme_test_command():
