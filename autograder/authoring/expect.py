@@ -12,14 +12,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from autograder.authoring.catalogue import Catalogue, Mistake, Raised
+from autograder.core.errors import CheckFailed
 from autograder.grading.submission import Handle, StudentError, Submission
-
-
-class CheckFailed(AssertionError):
-    def __init__(self, message: str, mistake: Mistake | None = None):
-        super().__init__(message)
-        self.message = message
-        self.mistake = mistake
 
 
 def fail(message: str, *, mistake: Mistake | None = None) -> NoReturn:

@@ -104,7 +104,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from autograder.course.demo import run_demo
+    from autograder.demo import run_demo
 
     return run_demo(
         Path(args.course), workers=args.workers, exercises=exercise_list(args.exercises) or None

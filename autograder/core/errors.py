@@ -1,9 +1,16 @@
-"""The grader's own errors: one hierarchy, each mapped to an exit code by the CLI.
+"""The exceptions of the grader, in two trees.
 
-A student's mistakes are never errors here: they are graded outcomes (a status and messages).
+- `AttnGradeError`: the grader's own errors, each mapped to an exit code by the CLI (anything
+  else that escapes a command is an internal error, exit 3).
+- `GradedOutcome`: what a submission earns, raised while grading and always caught by the
+  grader, which records it as a status and messages (a failed check, student code that raised,
+  a sandbox that died, a notebook that cannot be read). Never an exit code, never blamed on the
+  grader.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class AttnGradeError(Exception):
@@ -33,3 +40,36 @@ class IsolationError(AttnGradeError):
     requested level is not available on this host. The message says what is missing."""
 
     exit_code = 4
+
+
+class GradedOutcome(Exception):
+    """Base of every outcome of grading that is the submission's, not the grader's."""
+
+
+class CheckFailed(GradedOutcome, AssertionError):
+    """A check's expectation was not met: the message is for the student; `mistake` is the
+    catalogued mistake whose output matched (an `autograder.authoring.catalogue.Mistake`)."""
+
+    def __init__(self, message: str, mistake: Any = None):
+        super().__init__(message)
+        self.message = message
+        self.mistake = mistake
+
+
+class StudentError(GradedOutcome):
+    """Student code raised an exception (in a cell or in a call)."""
+
+    def __init__(self, what: str, error: dict):
+        error = error if isinstance(error, dict) else {}
+        self.type = str(error.get("type", "Exception"))[:100]
+        self.message = str(error.get("message", ""))[:2000]
+        self.traceback = str(error.get("traceback", ""))[:4000]
+        if self.type == "NotImplementedError" and not self.message:
+            text = f"{what} is not implemented yet (it raised NotImplementedError)"
+        else:
+            text = f"{what} raised {self.type}" + (f": {self.message}" if self.message else "")
+        super().__init__(text)
+
+
+class Unavailable(GradedOutcome):
+    """The submission could not be run (e.g. too many restarts); no call can succeed."""

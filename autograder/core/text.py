@@ -13,8 +13,7 @@ import re
 import textwrap
 from dataclasses import replace
 
-from autograder.core.results import GradeReport
-from autograder.exercises import MANUAL_POINTS
+from autograder.core.results import MANUAL_POINTS, GradeReport
 
 MAX_TEXT = 4000  # characters of one message
 MAX_MESSAGES = 200  # notebook-level notes kept per report

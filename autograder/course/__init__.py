@@ -1,2 +1,2 @@
-"""An nbgrader course: its paths (nbgrader's own layout), the gradebook, build, submitted files,
-the demo."""
+"""An nbgrader course: its paths (nbgrader's own layout), the gradebook, build and
+submitted files."""

@@ -26,8 +26,6 @@ from types import ModuleType
 
 from autograder.core.errors import UsageError
 
-AUTO_POINTS = 8.0
-MANUAL_POINTS = 2.0
 EXERCISES_DIR = Path(__file__).resolve().parent
 PACKAGE_DIR = EXERCISES_DIR.parent  # autograder/
 PROJECT_ROOT = PACKAGE_DIR.parent  # the checkout in an editable install (tests, lint)

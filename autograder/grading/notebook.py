@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core.errors import GradedOutcome
 from autograder.exercises import EXERCISES
 from autograder.grading.submission import ProgramCell
 from autograder.notebooks.render import cell_roles
@@ -20,7 +21,7 @@ MAX_NOTEBOOK_BYTES = 16 << 20
 RUN_ROLES = ("setup", "solution", "student")
 
 
-class InvalidNotebook(Exception):
+class InvalidNotebook(GradedOutcome):
     """The file cannot be graded as a notebook of the exercise; the message says why."""
 
 

@@ -15,10 +15,9 @@ import traceback
 import numpy as np
 import pytest
 
-from autograder.authoring.catalogue import catalogue_for
-from autograder.authoring.expect import CheckFailed
+from autograder.core.errors import CheckFailed
 from autograder.core.results import CheckResult
-from autograder.exercises import EXERCISES, short_name
+from autograder.exercises import EXERCISES, mistakes_module, short_name
 from autograder.grading.submission import StudentError, Submission, Unavailable
 from autograder.sandbox.process import SandboxDied
 
@@ -129,7 +128,7 @@ class GradingPlugin:
 
     @pytest.fixture(scope="session")
     def mistakes(self):
-        return catalogue_for(self.exercise)
+        return mistakes_module(self.exercise).CATALOGUE
 
     def pytest_configure(self, config: pytest.Config) -> None:
         for marker in (*map(short_name, EXERCISES), "check(points, grade_id)"):

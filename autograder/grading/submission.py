@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from autograder.core.errors import StudentError, Unavailable
 from autograder.core.status import Status, worse
+from autograder.grading.outputs import checked_outputs
 from autograder.sandbox.inside import wire
 from autograder.sandbox.isolation import Isolation
 from autograder.sandbox.limits import Limits
@@ -21,25 +23,6 @@ from autograder.sandbox.process import Sandbox, SandboxDied
 
 MAX_NOTES = 20  # notes (ignored magics, ...) kept per cell
 MAX_NOTE = 300  # characters per note
-
-
-class StudentError(Exception):
-    """Student code raised an exception (in a cell or in a call)."""
-
-    def __init__(self, what: str, error: dict):
-        error = error if isinstance(error, dict) else {}
-        self.type = str(error.get("type", "Exception"))[:100]
-        self.message = str(error.get("message", ""))[:2000]
-        self.traceback = str(error.get("traceback", ""))[:4000]
-        if self.type == "NotImplementedError" and not self.message:
-            text = f"{what} is not implemented yet (it raised NotImplementedError)"
-        else:
-            text = f"{what} raised {self.type}" + (f": {self.message}" if self.message else "")
-        super().__init__(text)
-
-
-class Unavailable(Exception):
-    """The submission could not be run (e.g. too many restarts); no call can succeed."""
 
 
 class Skipped(Unavailable):
@@ -383,8 +366,6 @@ class Submission:
 
     def display(self, cell: ProgramCell, timeout: float | None = None) -> list[dict]:
         """Run a demo cell in the child; what it showed, checked and bounded (displays.py)."""
-        from autograder.grading.displays import checked_outputs
-
         sandbox = self._ensure()
         try:
             response, blobs = sandbox.request(

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import html
 
-from autograder.core.results import GradeReport
-from autograder.exercises import MANUAL_POINTS
+from autograder.core.results import MANUAL_POINTS, GradeReport
 
 # What a status means, in the student's words (autograder.core.status.Status values).
 STATUS_WORDS = {

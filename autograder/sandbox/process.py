@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import ctypes
-import functools
 import json
 import os
 import select
@@ -16,233 +13,41 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
+from autograder.core.errors import GradedOutcome
 from autograder.sandbox import cgroups, identity, isolation, jail
 from autograder.sandbox.inside import wire
-from autograder.sandbox.inside.supervisor import children_by_parent, descendants
+from autograder.sandbox.inside.supervisor import descendants
 from autograder.sandbox.limits import Limits
-
-RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
-SUPERVISOR = RUNTIME_DIR / "supervisor.py"
-SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
-RUNTIME_FILES = ("child.py", "wire.py", "probes.py")
-
-
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def _my_children() -> set[int]:
-    """Pids whose parent is this process, read from /proc."""
-    return set(children_by_parent().get(os.getpid(), []))
-
-
-@functools.cache
-def _adopt_orphans() -> None:
-    """Make this process a child subreaper: processes of a sandbox whose supervisor was killed
-    (possible only without namespaces and Landlock's signal scoping) are re-parented here
-    instead of to init, so that close() can still find and kill them."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+from autograder.sandbox.plumbing import (
+    RUNNING,
+    RUNNING_LOCK,
+    RUNTIME_DIR,
+    RUNTIME_FILES,
+    SUPERVISOR,
+    DeadlineReader,
+    DeadlineWriter,
+    _my_children,
+    adopt_orphans,
+    cpu_for,
+    jail_files,
+    jail_runtime,
+    kill_adopted,
+    mpl_font_cache,
+    remove_tree,
+    spawn,
+)
 
 
-# The supervisors of every sandbox this process has running: a sandbox's close() kills the
-# children it adopted, never a neighbour's supervisor (two sandboxes in one process: a Dask
-# worker with several threads, a test).
-_RUNNING: set[int] = set()
-_RUNNING_LOCK = threading.Lock()
-
-
-def _kill_adopted(known: set[int]) -> None:
-    """Kill and reap this process's children that it did not start (adopted orphans)."""
-    for _ in range(50):
-        with _RUNNING_LOCK:
-            strays = _my_children() - known - _RUNNING
-        if not strays:
-            return
-        for pid in strays:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in strays:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-
-
-def remove_tree(path: Path) -> None:
-    """Remove a sandbox's work dir whatever the notebook left there (thousands of nested
-    directories, no permissions): coreutils' rm walks without recursion limits."""
-    for attempt in range(2):
-        subprocess.run(
-            ["rm", "-rf", "--one-file-system", "--", str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        if not os.path.lexists(path) or attempt:
-            return
-        subprocess.run(
-            ["chmod", "-R", "u+rwX", "--", str(path)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-
-
-class SandboxDied(Exception):
+class SandboxDied(GradedOutcome):
     """The child is gone. `status` is one of: timeout, memory, crashed, output_limit, file_size."""
 
     def __init__(self, status: str, detail: str):
         super().__init__(detail)
         self.status = status
         self.detail = detail
-
-
-class _DeadlineReader:
-    """File-like `read(n)` over a pipe fd that gives up at a deadline."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.deadline = float("inf")
-
-    def read(self, count: int) -> bytes:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        ready, _, _ = select.select([self.fd], [], [], remaining)
-        if not ready:
-            raise TimeoutError
-        return os.read(self.fd, min(count, 1 << 20))
-
-
-class _DeadlineWriter:
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.deadline = float("inf")
-        os.set_blocking(fd, False)
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            _, ready, _ = select.select([], [self.fd], [], remaining)
-            if ready:
-                try:
-                    view = view[os.write(self.fd, view[: 1 << 20]) :]
-                except BlockingIOError:
-                    continue
-
-    def flush(self) -> None:
-        pass
-
-
-def _mpl_font_cache() -> Path | None:
-    """A matplotlib font cache built once by the parent and copied into each sandbox, so the
-    child does not spend seconds (and stderr warnings) building its own."""
-    cache = Path(tempfile.gettempdir()) / f"attn-grade-mplcache-{os.getuid()}"
-    if not list(cache.glob("fontlist-*.json")):
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
-            env={**os.environ, "MPLCONFIGDIR": str(cache)},
-            capture_output=True,
-            timeout=120,
-        )
-    found = list(cache.glob("fontlist-*.json"))
-    return cache if found else None
-
-
-_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attn-grade-spawner")
-
-
-def _spawn(command: list[str], **kwargs) -> subprocess.Popen:
-    """Popen from one long-lived thread. bubblewrap's --die-with-parent (PR_SET_PDEATHSIG)
-    fires when the *thread* that forked it ends, and sandboxes are started from short-lived
-    threads (the background start); this thread lives as long as the process."""
-    return _SPAWNER.submit(lambda: subprocess.Popen(command, **kwargs)).result()
-
-
-RUNTIME_PREFIX = "attn-grade-runtime-"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _sweep_runtime_roots(folder: Path) -> None:
-    """Remove the runtime copies of grading processes that were killed (atexit never ran):
-    ours (same owner, not a symlink) whose process is gone."""
-    for path in folder.glob(f"{RUNTIME_PREFIX}*-*"):
-        pid = path.name[len(RUNTIME_PREFIX) :].split("-", 1)[0]
-        try:
-            info = path.lstat()
-        except FileNotFoundError:
-            continue
-        if not pid.isdigit() or info.st_uid != os.getuid() or path.is_symlink():
-            continue
-        if not _pid_alive(int(pid)):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-@functools.cache
-def _jail_runtime_root() -> Path:
-    folder = Path(tempfile.gettempdir())
-    _sweep_runtime_roots(folder)
-    root = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=folder))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    return root
-
-
-def _jail_runtime() -> Path:
-    """A read-only copy of the runtime (and the files bubblewrap copies into the jail), made
-    once per grading process and bound at /opt/attn-grade: the jail never sees the package."""
-    root = _jail_runtime_root()
-    if not (root / "supervisor.py").exists():
-        for name in RUNTIME_FILES:
-            shutil.copy(RUNTIME_DIR / name, root / name)
-        shutil.copy(SUPERVISOR, root / "supervisor.py")
-        shutil.copy(SECCOMP, root / "seccomp.py")
-        fonts = _mpl_font_cache()
-        for cached in fonts.glob("fontlist-*.json") if fonts else ():
-            shutil.copy(cached, root / cached.name)
-        for path in root.iterdir():
-            path.chmod(0o644)
-        root.chmod(0o755)
-    return root
-
-
-def _jail_files(uid: int) -> dict[str, str]:
-    """Jail path -> file name in the jail runtime dir, for bubblewrap's --file copies."""
-    root = _jail_runtime()
-    files = {}
-    for dest, content in jail.passwd_files(uid).items():
-        name = f"{Path(dest).name}-{uid}"
-        if not (root / name).exists():
-            (root / name).write_bytes(content)
-        files[dest] = name
-    for cached in root.glob("fontlist-*.json"):
-        files[f"{jail.WORK_MOUNT}/mpl/{cached.name}"] = cached.name
-    return files
-
-
-def _cpu_for(uid: int | None) -> int:
-    """The CPU a sandbox without a cgroup is pinned to: spread over the allowed CPUs."""
-    cpus = sorted(os.sched_getaffinity(0))
-    key = uid if uid is not None else os.getpid()
-    return cpus[key % len(cpus)]
 
 
 class Sandbox:
@@ -274,9 +79,9 @@ class Sandbox:
         self._output_read, output_write = os.pipe()
         file_fds: list[int] = []
         if iso.jail:
-            runtime = _jail_runtime()
+            runtime = jail_runtime()
             inside_uid = child_uid if child_uid is not None else jail.SANDBOX_USER_ID
-            files = {dest: runtime / name for dest, name in _jail_files(inside_uid).items()}
+            files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
             file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
             work, script_dir = Path(jail.WORK_MOUNT), jail.RUNTIME_MOUNT
             command = jail.command(
@@ -302,7 +107,7 @@ class Sandbox:
                 shutil.copy(RUNTIME_DIR / name, runtime / name)
             for sub in jail.WORK_SUBDIRS:
                 (self.workdir / sub).mkdir()
-            fonts = _mpl_font_cache()
+            fonts = mpl_font_cache()
             if fonts:
                 for cached in fonts.glob("fontlist-*.json"):
                     shutil.copy(cached, self.workdir / "mpl" / cached.name)
@@ -325,7 +130,7 @@ class Sandbox:
             "rlimits": self.limits.rlimits(),
             "uid": child_uid,
             "own": [str(work)] if child_uid is not None else [],
-            "cpu": None if iso.cgroup else _cpu_for(child_uid),
+            "cpu": None if iso.cgroup else cpu_for(child_uid),
             # a root supervisor outside the jail gives the child an empty network namespace
             "unshare_net": not iso.jail and os.geteuid() == 0,
             "landlock": (
@@ -334,11 +139,11 @@ class Sandbox:
                 else None
             ),
         }
-        _adopt_orphans()
-        _RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
+        adopt_orphans()
+        RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
         self._known_children = _my_children()
         try:
-            self.process = _spawn(
+            self.process = spawn(
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -348,9 +153,9 @@ class Sandbox:
                 cwd=self.workdir or "/",
                 env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
             )
-            _RUNNING.add(self.process.pid)
+            RUNNING.add(self.process.pid)
         finally:
-            _RUNNING_LOCK.release()
+            RUNNING_LOCK.release()
             for fd in (request_read, response_write, output_write, *file_fds):
                 os.close(fd)
         self._known_children.add(self.process.pid)
@@ -367,8 +172,8 @@ class Sandbox:
         stdin = self._stdin()
         stdin.write((json.dumps(config) + "\n").encode())
         stdin.flush()
-        self._reader = _DeadlineReader(self._response_read)
-        self._writer = _DeadlineWriter(self._request_write)
+        self._reader = DeadlineReader(self._response_read)
+        self._writer = DeadlineWriter(self._request_write)
         started = self._supervisor_event(self.limits.start_timeout)
         if not started or started.get("event") != "started":
             self._dead = SandboxDied("crashed", "the sandbox did not start: " + self.output_tail())
@@ -508,11 +313,11 @@ class Sandbox:
                     pass
                 setattr(self, fd, None)
         if self._known_children is not None:
-            _kill_adopted(self._known_children)
+            kill_adopted(self._known_children)
             self._known_children = None
         if self.process is not None:
-            with _RUNNING_LOCK:
-                _RUNNING.discard(self.process.pid)
+            with RUNNING_LOCK:
+                RUNNING.discard(self.process.pid)
         if self._group is not None:
             self._group.remove()
             self._group = None

@@ -10,7 +10,8 @@ import nbformat
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
-from autograder.exercises import AUTO_POINTS, MANUAL_POINTS, reference_module
+from autograder.core.results import AUTO_POINTS, MANUAL_POINTS
+from autograder.exercises import reference_module
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import TemplateError, parse_cells
 from autograder.notebooks.render import render_cells

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises import AUTO_POINTS
+from autograder.core.results import AUTO_POINTS
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.render import render_cells
 from tests.conftest import exercise_params, source_notebook, write_notebook

@@ -94,11 +94,11 @@ def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course)
 
 
 def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
-    from autograder.batch.engine import _pool_context
+    from autograder.batch.pool import pool_context
 
-    assert _pool_context(["json"]).get_start_method() == "forkserver"
+    assert pool_context(["json"]).get_start_method() == "forkserver"
     monkeypatch.setattr(tempfile, "tempdir", "/tmp/" + "x" * 80)
-    assert _pool_context(["json"]).get_start_method() == "spawn"
+    assert pool_context(["json"]).get_start_method() == "spawn"
 
 
 def autograde_everyone(course, workers: int, private_tmp: Path) -> dict:

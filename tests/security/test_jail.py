@@ -12,7 +12,7 @@ import pytest
 
 from autograder.core.errors import IsolationError
 from autograder.grading.submission import ProgramCell, StudentError, Submission
-from autograder.sandbox import cgroups, isolation, jail
+from autograder.sandbox import cgroups, isolation, jail, plumbing
 from autograder.sandbox.limits import Limits
 
 DETECTED = isolation.detect()
@@ -307,20 +307,18 @@ def test_runtime_copies_of_killed_graders_are_swept(tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    from autograder.sandbox import process
-
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         capture_output=True,
         text=True,
         check=True,
     )
-    gone = tmp_path / f"{process.RUNTIME_PREFIX}{dead.stdout.strip()}-abc"
-    live = tmp_path / f"{process.RUNTIME_PREFIX}{os.getpid()}-def"
-    other = tmp_path / f"{process.RUNTIME_PREFIX}notapid-ghi"
+    gone = tmp_path / f"{plumbing.RUNTIME_PREFIX}{dead.stdout.strip()}-abc"
+    live = tmp_path / f"{plumbing.RUNTIME_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{plumbing.RUNTIME_PREFIX}notapid-ghi"
     for folder in (gone, live, other):
         folder.mkdir()
         (folder / "child.py").write_text("x")
-    process._sweep_runtime_roots(tmp_path)
+    plumbing.sweep_runtime_roots(tmp_path)
     assert not gone.exists()
     assert live.exists() and other.exists()

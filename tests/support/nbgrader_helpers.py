@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from autograder.course.build import tool_env
-from autograder.course.demo import student_notebook
+from autograder.demo import student_notebook
 
 
 def nbgrader(

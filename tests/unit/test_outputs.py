@@ -6,15 +6,15 @@ import base64
 import struct
 import zlib
 
-from autograder.grading import displays
-from autograder.grading.displays import checked_outputs
+from autograder.grading import outputs
+from autograder.grading.outputs import checked_outputs
 
 
 def png(width: int = 4, height: int = 3, padding: int = 0) -> bytes:
     header = struct.pack(">II", width, height) + bytes([8, 2, 0, 0, 0])
     ihdr = b"IHDR" + header
     chunk = struct.pack(">I", len(header)) + ihdr + struct.pack(">I", zlib.crc32(ihdr))
-    return displays.PNG_MAGIC + chunk + b"\0" * padding
+    return outputs.PNG_MAGIC + chunk + b"\0" * padding
 
 
 def kinds(outputs: list[dict]) -> list[str]:
@@ -34,7 +34,7 @@ def test_forged_or_oversized_images_are_dropped_with_a_note():
     blobs = [
         b"<svg onload=alert(1)>" + b"\0" * 40,  # not a PNG
         png(width=100_000),  # a decompression bomb's header
-        png(padding=displays.MAX_PNG_BYTES),  # too many bytes
+        png(padding=outputs.MAX_PNG_BYTES),  # too many bytes
         png(),
     ]
     items = [{"type": "png", "blob": i} for i in range(4)]
@@ -51,12 +51,12 @@ def test_shapes_other_than_the_protocol_are_ignored():
 
 
 def test_text_is_bounded_and_loses_control_and_bidi_characters():
-    loud = "\x1b]0;title\x07\x1b[31mred\u202eevil\r\n" + "x" * (2 * displays.MAX_TEXT)
+    loud = "\x1b]0;title\x07\x1b[31mred\u202eevil\r\n" + "x" * (2 * outputs.MAX_TEXT)
     result = checked_outputs([{"type": "stream", "text": loud}] * 3, [])
     text = "".join(o["text"] for o in result)
     assert "\x1b" not in text and "\u202e" not in text and "\r" not in text
-    assert len(text) <= displays.MAX_TEXT + 20
-    too_many = [{"type": "stream", "text": "a"}] * (displays.MAX_OUTPUTS + 5)
+    assert len(text) <= outputs.MAX_TEXT + 20
+    too_many = [{"type": "stream", "text": "a"}] * (outputs.MAX_OUTPUTS + 5)
     assert "5 more outputs not shown" in checked_outputs(too_many, [])[-1]["text"]
 
 

@@ -1,0 +1,232 @@
+"""The grader-side plumbing of sandboxes: the runtime files copied into a jail, orphans adopted
+and killed, pipes with deadlines, processes spawned from one long-lived thread."""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from autograder.sandbox import jail
+from autograder.sandbox.inside.supervisor import children_by_parent
+
+RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
+SUPERVISOR = RUNTIME_DIR / "supervisor.py"
+SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
+RUNTIME_FILES = ("child.py", "wire.py", "probes.py")
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _my_children() -> set[int]:
+    """Pids whose parent is this process, read from /proc."""
+    return set(children_by_parent().get(os.getpid(), []))
+
+
+@functools.cache
+def adopt_orphans() -> None:
+    """Make this process a child subreaper: processes of a sandbox whose supervisor was killed
+    (possible only without namespaces and Landlock's signal scoping) are re-parented here
+    instead of to init, so that close() can still find and kill them."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+# The supervisors of every sandbox this process has running: a sandbox's close() kills the
+# children it adopted, never a neighbour's supervisor (two sandboxes in one process: a Dask
+# worker with several threads, a test).
+RUNNING: set[int] = set()
+RUNNING_LOCK = threading.Lock()
+
+
+def kill_adopted(known: set[int]) -> None:
+    """Kill and reap this process's children that it did not start (adopted orphans)."""
+    for _ in range(50):
+        with RUNNING_LOCK:
+            strays = _my_children() - known - RUNNING
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a sandbox's work dir whatever the notebook left there (thousands of nested
+    directories, no permissions): coreutils' rm walks without recursion limits."""
+    for attempt in range(2):
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        if not os.path.lexists(path) or attempt:
+            return
+        subprocess.run(
+            ["chmod", "-R", "u+rwX", "--", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+
+
+class DeadlineReader:
+    """File-like `read(n)` over a pipe fd that gives up at a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.deadline = float("inf")
+
+    def read(self, count: int) -> bytes:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([self.fd], [], [], remaining)
+        if not ready:
+            raise TimeoutError
+        return os.read(self.fd, min(count, 1 << 20))
+
+
+class DeadlineWriter:
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.deadline = float("inf")
+        os.set_blocking(fd, False)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            _, ready, _ = select.select([], [self.fd], [], remaining)
+            if ready:
+                try:
+                    view = view[os.write(self.fd, view[: 1 << 20]) :]
+                except BlockingIOError:
+                    continue
+
+    def flush(self) -> None:
+        pass
+
+
+def mpl_font_cache() -> Path | None:
+    """A matplotlib font cache built once by the parent and copied into each sandbox, so the
+    child does not spend seconds (and stderr warnings) building its own."""
+    cache = Path(tempfile.gettempdir()) / f"attn-grade-mplcache-{os.getuid()}"
+    if not list(cache.glob("fontlist-*.json")):
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
+            env={**os.environ, "MPLCONFIGDIR": str(cache)},
+            capture_output=True,
+            timeout=120,
+        )
+    found = list(cache.glob("fontlist-*.json"))
+    return cache if found else None
+
+
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attn-grade-spawner")
+
+
+def spawn(command: list[str], **kwargs) -> subprocess.Popen:
+    """Popen from one long-lived thread. bubblewrap's --die-with-parent (PR_SET_PDEATHSIG)
+    fires when the *thread* that forked it ends, and sandboxes are started from short-lived
+    threads (the background start); this thread lives as long as the process."""
+    return _SPAWNER.submit(lambda: subprocess.Popen(command, **kwargs)).result()
+
+
+RUNTIME_PREFIX = "attn-grade-runtime-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_runtime_roots(folder: Path) -> None:
+    """Remove the runtime copies of grading processes that were killed (atexit never ran):
+    ours (same owner, not a symlink) whose process is gone."""
+    for path in folder.glob(f"{RUNTIME_PREFIX}*-*"):
+        pid = path.name[len(RUNTIME_PREFIX) :].split("-", 1)[0]
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue
+        if not pid.isdigit() or info.st_uid != os.getuid() or path.is_symlink():
+            continue
+        if not _pid_alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@functools.cache
+def jail_runtime_root() -> Path:
+    folder = Path(tempfile.gettempdir())
+    sweep_runtime_roots(folder)
+    root = Path(tempfile.mkdtemp(prefix=f"{RUNTIME_PREFIX}{os.getpid()}-", dir=folder))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return root
+
+
+def jail_runtime() -> Path:
+    """A read-only copy of the runtime (and the files bubblewrap copies into the jail), made
+    once per grading process and bound at /opt/attn-grade: the jail never sees the package."""
+    root = jail_runtime_root()
+    if not (root / "supervisor.py").exists():
+        for name in RUNTIME_FILES:
+            shutil.copy(RUNTIME_DIR / name, root / name)
+        shutil.copy(SUPERVISOR, root / "supervisor.py")
+        shutil.copy(SECCOMP, root / "seccomp.py")
+        fonts = mpl_font_cache()
+        for cached in fonts.glob("fontlist-*.json") if fonts else ():
+            shutil.copy(cached, root / cached.name)
+        for path in root.iterdir():
+            path.chmod(0o644)
+        root.chmod(0o755)
+    return root
+
+
+def jail_files(uid: int) -> dict[str, str]:
+    """Jail path -> file name in the jail runtime dir, for bubblewrap's --file copies."""
+    root = jail_runtime()
+    files = {}
+    for dest, content in jail.passwd_files(uid).items():
+        name = f"{Path(dest).name}-{uid}"
+        if not (root / name).exists():
+            (root / name).write_bytes(content)
+        files[dest] = name
+    for cached in root.glob("fontlist-*.json"):
+        files[f"{jail.WORK_MOUNT}/mpl/{cached.name}"] = cached.name
+    return files
+
+
+def cpu_for(uid: int | None) -> int:
+    """The CPU a sandbox without a cgroup is pinned to: spread over the allowed CPUs."""
+    cpus = sorted(os.sched_getaffinity(0))
+    key = uid if uid is not None else os.getpid()
+    return cpus[key % len(cpus)]
