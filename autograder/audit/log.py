@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from autograder.core import faults
+from autograder.core.status import Status
 
 SCHEMA = 1
 FILE_NAME = "audit.jsonl"
@@ -87,7 +88,7 @@ def record(
         "isolation": report.get("isolation", ""),
         "limits": asdict(limits or Limits()),
         "budget": asdict(budget or Budget()),
-        "status": report.get("status", "ok"),
+        "status": report.get("status", Status.OK),
         "score": sum(points.values()),
         "max_score": sum(c["max_points"] for c in report.get("checks", [])),
         "checks": points,

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from autograder.audit import log as audit
 from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
+from autograder.core.status import Status
 from autograder.core.text import clean_text
 
 WRITE_HINT = "nothing was written; `attn-grade autograde` regrades and writes the new grades"
@@ -92,7 +93,7 @@ def change_line(
         notes += check_changes(old.checks, new.checks)
     elif old.source == "gradebook":
         notes.append("was the gradebook's score (no audit record: no per-check points)")
-    if new.status != "ok":
+    if new.status != Status.OK:
         notes.append(f"status {new.status}")
     if old.notebook_sha256 and old.notebook_sha256 != audit.sha256_file(path):
         notes.append("the notebook changed since it was recorded")

@@ -13,6 +13,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from autograder.core.status import Status
 from autograder.core.text import clean_text
 
 
@@ -64,7 +65,9 @@ def grade_job(job: Job) -> Outcome:
             budget=_dataclass_from(Budget, job.budget),
         )
     except Exception as error:  # noqa: BLE001 - one notebook never stops the others
-        return Outcome("grader_error", error=f"{type(error).__name__}: {clean_text(error, 300)}")
+        return Outcome(
+            Status.GRADER_ERROR, error=f"{type(error).__name__}: {clean_text(error, 300)}"
+        )
     return Outcome(str(report.status), audit.check_points(report.to_dict()))
 
 

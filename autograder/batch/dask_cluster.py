@@ -17,6 +17,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from autograder.batch.messages import Graded
+
 
 class WorkerMismatch(RuntimeError):
     """The Dask worker grades with other checks than the batch (another attn-grade install)."""
@@ -24,7 +26,7 @@ class WorkerMismatch(RuntimeError):
 
 def grade_on_worker(
     exercise: str, student: str, notebook: bytes, level: str, checks_sha256: str
-) -> tuple[str | None, dict | None, str]:
+) -> Graded:
     """A Dask task: grade one notebook given as bytes, at the batch's isolation level."""
     from autograder.batch.recorder import grade_file
     from autograder.core.versions import checks_digest

@@ -27,9 +27,11 @@ from pathlib import Path
 
 from autograder.audit import log as audit
 from autograder.batch import scratch
+from autograder.batch.messages import Graded, Recorded
 from autograder.batch.pool import worker_pool
 from autograder.core import faults
 from autograder.core.errors import UsageError
+from autograder.core.status import Status
 from autograder.course.api import CourseError, nbgrader_api
 from autograder.exercises import EXERCISES, grading_seconds
 from autograder.report.item_analysis import format_items, write_item_analysis
@@ -127,7 +129,7 @@ def up_to_date(api, submissions: list[Submitted], level: str) -> dict[Submitted,
                 continue
             if any(record.get(key) != value for key, value in same.items()):
                 continue
-            if record["status"] == "grader_error":  # the grader failed: always try again
+            if record["status"] == Status.GRADER_ERROR:  # the grader failed: always try again
                 continue
             if record["notebook_sha256"] != audit.sha256_file(item.path):
                 continue
@@ -136,7 +138,7 @@ def up_to_date(api, submissions: list[Submitted], level: str) -> dict[Submitted,
             except MissingEntry:
                 continue
             report = stored_report(_autograded_path(api, item))
-            if report is None and record["status"] != "invalid_notebook":
+            if report is None and record["status"] != Status.INVALID_NOTEBOOK:
                 continue
             reason = None if report is not None else "not graded (see the audit log)"
             done[item] = Outcome(reason=reason, report=report, skipped=True)
@@ -152,15 +154,15 @@ class Batch:
         self.outcomes: dict[Submitted, Outcome] = {}
         self.setup: tuple | None = None  # (course, db_url, scratch dir), for pool workers
 
-    def finish(self, item: Submitted, result: dict, progress: Progress) -> None:
+    def finish(self, item: Submitted, result: Recorded, progress: Progress) -> None:
         """Merge one worker result into the gradebook, then append its audit record."""
         faults.reach("merge")
-        scratch.merge(self.api.coursedir.db_url, self.api.coursedir.course_id, result)
-        report = result["report"] or {
+        scratch.merge(self.api.coursedir.db_url, self.api.coursedir.course_id, result.extracted)
+        report = result.report or {
             "exercise": item.exercise,
             "seed": None,
             "isolation": self.level,
-            "status": "invalid_notebook",
+            "status": Status.INVALID_NOTEBOOK,
             "checks": [],
         }
         faults.reach("audit")
@@ -172,10 +174,10 @@ class Batch:
             batch=self.batch_id,
         )
         audit.append(self.course, line)
-        if result["log"]:
-            print(result["log"], file=sys.stderr)
-        self.outcomes[item] = Outcome(reason=result["reason"], report=result["report"])
-        text = result["reason"] or f"{line['score']:g}/{line['max_score']:g}"
+        if result.log:
+            print(result.log, file=sys.stderr)
+        self.outcomes[item] = Outcome(reason=result.reason, report=result.report)
+        text = result.reason or f"{line['score']:g}/{line['max_score']:g}"
         progress.step(f"{item.student}/{item.exercise}: {text}")
 
     def run(self, pending: list[Submitted], pool, state: Path, scheduler: str | None):
@@ -257,7 +259,9 @@ class Batch:
             for future in as_completed(list(remote)):
                 item = remote.pop(future)
                 try:
-                    graded = tuple(future.result())
+                    graded = future.result()
+                    if not isinstance(graded, Graded):
+                        raise TypeError(f"the task returned a {type(graded).__name__}")
                 except Exception as error:  # noqa: BLE001 - graded here instead, with a word
                     print(
                         f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
@@ -363,8 +367,8 @@ def table_notes(submissions, accounting_notes: dict, outcomes: dict) -> dict:
     for item in submissions:
         outcome = outcomes.get(item, Outcome(reason="not graded (the batch was interrupted)"))
         note = "; ".join(filter(None, [outcome.reason, accounting_notes.get(_key(item))]))
-        status = (outcome.report or {}).get("status", "ok")
-        if status != "ok":  # timeout, crashed, tampered, ...: the instructor should look
+        status = (outcome.report or {}).get("status", Status.OK)
+        if status != Status.OK:  # timeout, crashed, tampered, ...: the instructor should look
             note = f"status {status}" + (f"; {note}" if note else "")
         if outcome.skipped:
             note = "; ".join(filter(None, [note, "up to date"]))

@@ -16,12 +16,13 @@ from autograder.core.speedups import skip_slow_optional_imports
 skip_slow_optional_imports()  # the pool's fork server imports this module first: 0.9 s less
 
 from autograder.batch import scratch  # noqa: E402
+from autograder.batch.messages import Graded, Recorded  # noqa: E402
 from autograder.course.api import nbgrader_api  # noqa: E402
 
 
-def grade_file(exercise: str, student: str, path: str) -> tuple[str | None, dict | None, str]:
-    """The sandboxed grading of one notebook file: (key, report, "") when it was read, else
-    (None, None, why not). The key tells GradeWithChecks that the report is for this program."""
+def grade_file(exercise: str, student: str, path: str) -> Graded:
+    """The sandboxed grading of one notebook file: its key and report when it was read, else
+    why not. The key tells GradeWithChecks that the report is for this program."""
     from autograder.grading.notebook import InvalidNotebook, program_of, read_json
     from autograder.grading.runner import grade_loaded
     from autograder.nbgrader_plugins.preprocessors import report_key
@@ -29,9 +30,9 @@ def grade_file(exercise: str, student: str, path: str) -> tuple[str | None, dict
     try:
         loaded = program_of(read_json(Path(path)), exercise)
     except InvalidNotebook as error:
-        return None, None, str(error)
+        return Graded(None, None, str(error))
     report = grade_loaded(loaded, student=student, demos=True)
-    return report_key(exercise, student, loaded), report.to_dict(), ""
+    return Graded(report_key(exercise, student, loaded), report.to_dict(), "")
 
 
 def zero_grades(api, exercise: str, student: str, reason: str) -> None:
@@ -57,21 +58,22 @@ class Recorder:
         path = Path(scratch_dir) / f"gradebook-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
         self.api = nbgrader_api(course, scratch.create(main.coursedir.db_url, path))
 
-    def record(self, exercise: str, student: str, path: str, graded=None) -> dict:
+    def record(
+        self, exercise: str, student: str, path: str, graded: Graded | None = None
+    ) -> Recorded:
         """Grade (unless `graded`, a grade_file() result from elsewhere, is given), autograde
         with nbgrader into the scratch gradebook, and return what to merge, with the report
         and, for a notebook that could not be graded, the reason."""
-        from autograder.nbgrader_plugins import preprocessors
+        from autograder.nbgrader_plugins.preprocessors import HANDOFF
 
-        key, report, reason = graded or grade_file(exercise, student, path)
+        graded = graded or grade_file(exercise, student, path)
+        report, reason = graded.report, graded.reason
         log = ""
-        if key is not None and report is not None:
-            preprocessors.PRECOMPUTED[key] = report
-            result = self.api.autograde(exercise, student, force=True, create=True)
-            preprocessors.PRECOMPUTED.clear()
-            report = preprocessors.GRADED[-1].to_dict() if preprocessors.GRADED else None
-            preprocessors.GRADED.clear()
-            preprocessors.STATUSES.clear()
+        if graded.key is not None and graded.report is not None:
+            with HANDOFF.offering(graded.key, graded.report):
+                result = self.api.autograde(exercise, student, force=True, create=True)
+                written = HANDOFF.written()
+            report = written.to_dict() if written is not None else None
             if not result.get("success"):
                 reason = "nbgrader could not process the notebook (see the log)"
                 log = str(result.get("error") or result.get("log", ""))[-4000:]
@@ -79,7 +81,7 @@ class Recorder:
         if reason:
             zero_grades(self.api, exercise, student, reason)
         extracted = scratch.extract(self.api.coursedir.db_url, self.course_id, exercise, student)
-        return {**extracted, "report": report, "reason": reason or None, "log": log}
+        return Recorded(extracted, report, reason or None, log)
 
 
 _WORKER: Recorder | None = None
@@ -174,7 +176,9 @@ def start_worker(batch: tuple[int, str]) -> None:
         importlib.import_module(name)
 
 
-def record_in_worker(setup: tuple, exercise: str, student: str, path: str, graded=None) -> dict:
+def record_in_worker(
+    setup: tuple, exercise: str, student: str, path: str, graded: Graded | None = None
+) -> Recorded:
     """One submission in a pool worker; `setup` is (course, db_url, scratch_dir), the same for
     every submission of a batch."""
     global _WORKER, _SETUP

@@ -19,6 +19,7 @@ class Status(StrEnum):
     INVALID_NOTEBOOK = "invalid_notebook"  # not a notebook of this exercise; nothing ran
     TAMPERED = "tampered"  # the submission replaced or patched the grader's runtime
     GRADER_ERROR = "grader_error"  # the grader itself failed on this notebook (not the student)
+    NOT_GRADED = "not_graded"  # report only: nbgrader stored no report for this submission
 
     @property
     def severity(self) -> int:
@@ -36,7 +37,30 @@ _SEVERITY = {
     Status.TAMPERED: 6,
     Status.INVALID_NOTEBOOK: 7,
     Status.GRADER_ERROR: 8,
+    Status.NOT_GRADED: 9,
 }
+
+# What a status means, in the student's words (feedback pages, the report cell).
+_STUDENT_WORDS = {
+    Status.OK: "",
+    Status.CRASHED: "the notebook's process stopped while it was being graded",
+    Status.FILE_SIZE: "the notebook wrote a file larger than allowed",
+    Status.MEMORY: "the notebook used more memory than allowed",
+    Status.TIMEOUT: "the notebook ran out of time while it was being graded",
+    Status.OUTPUT_LIMIT: "the notebook printed more output than allowed",
+    Status.INVALID_NOTEBOOK: "the file could not be graded as this exercise's notebook",
+    Status.TAMPERED: "the notebook changed the grader's own code",
+    Status.GRADER_ERROR: "the grader failed on this notebook; your instructor has been told",
+    Status.NOT_GRADED: "the notebook was not graded; your instructor has been told",
+}
+
+
+def student_words(status: str) -> str:
+    """What `status` means, for the student (a value that is no status is shown as it is)."""
+    try:
+        return _STUDENT_WORDS[Status(status)]
+    except ValueError:
+        return str(status)
 
 
 def worse(current: str, new: str) -> Status:

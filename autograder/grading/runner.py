@@ -15,6 +15,7 @@ import pytest
 
 from autograder.core.errors import GraderError, UnknownExercise
 from autograder.core.results import CheckResult, GradeReport
+from autograder.core.status import Status
 from autograder.core.text import clean_report
 from autograder.exercises import checks_module_path, resolve
 from autograder.grading.notebook import (
@@ -161,7 +162,7 @@ def _grade_loaded(
     level = isolation.choose()
     report = GradeReport(exercise, seed=base_seed, isolation=level.describe())
     if reason is not None:
-        report.status = "invalid_notebook"
+        report.status = Status.INVALID_NOTEBOOK
         report.messages.append(f"not graded: {reason}")
     report.messages += [f"notebook: {problem}" for problem in loaded.problems]
     unavailable = f"the notebook was not run: {reason}" if reason else None

@@ -127,7 +127,7 @@ class Submission:
     tampered: list[str] = field(default_factory=list)  # grader runtime parts the notebook changed
     cell_errors: dict[str, str] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
-    status: str = "ok"
+    status: str = Status.OK
     isolation: str = ""
     started_at: float = field(default_factory=time.monotonic)
     unavailable: str | None = None  # set for a notebook that cannot run at all: every call fails
@@ -208,7 +208,7 @@ class Submission:
 
     def _run_program(self) -> None:
         if self.sandbox is None:
-            raise SandboxDied("crashed", "the sandbox was not started")
+            raise SandboxDied(Status.CRASHED, "the sandbox was not started")
         sandbox = self.sandbox
         for cell in self.program:
             if cell.label in self.skipped:
@@ -220,7 +220,9 @@ class Submission:
                 )
                 self._check_tampering(response)
                 if not sandbox.alive:  # the cell killed the supervisor, yet answered
-                    raise SandboxDied("crashed", "the notebook killed the sandbox's supervisor")
+                    raise SandboxDied(
+                        Status.CRASHED, "the notebook killed the sandbox's supervisor"
+                    )
             except SandboxDied as died:
                 self._record(died, f"{cell.label}")
                 self.skipped.add(cell.label)

@@ -8,9 +8,11 @@ gets zero points and a message, and the rest of the batch goes on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from nbformat import NotebookNode, from_dict
@@ -20,23 +22,51 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from autograder.core.results import GradeReport
-from autograder.core.status import Status
+from autograder.core.status import Status, student_words
 from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
-from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, STATUS_WORDS, report_html
+from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 
-# Reports graded ahead of time by parallel workers (autograder.batch.engine), keyed
-# by report_key(); used only if the sanitized notebook has exactly the same program.
-PRECOMPUTED: dict[str, dict] = {}
 NOTES_KEY = "attn_grade_repairs"
 # The report of the autograded notebook (GradeReport.to_dict()), for `attn-grade report`.
 # Written by GradeWithChecks only: whatever a student put under this key is dropped first.
 REPORT_KEY = "attn_grade_report"
-# Every report GradeWithChecks wrote in this process, for the batch's item analysis.
-GRADED: list[GradeReport] = []
-STATUSES: dict[tuple[str, str], str] = {}  # (exercise, student) -> status, for the batch table
+
+
+class Handoff:
+    """Reports across nbgrader's API, in one process: a batch worker grades a notebook in the
+    sandbox first and offers the report, keyed by report_key() (used only if the sanitized
+    notebook has exactly the same program); GradeWithChecks hands back the report it wrote.
+    nbgrader constructs the preprocessor itself, so this is the one place they meet."""
+
+    def __init__(self) -> None:
+        self._offered: dict[str, dict] = {}
+        self._written: GradeReport | None = None
+
+    @contextlib.contextmanager
+    def offering(self, key: str, report: dict) -> Iterator[None]:
+        """`report` is available to GradeWithChecks for the duration of the block."""
+        self._offered, self._written = {key: report}, None
+        try:
+            yield
+        finally:
+            self._offered = {}
+
+    def take(self, key: str) -> dict | None:
+        return self._offered.pop(key, None)
+
+    def wrote(self, report: GradeReport) -> None:
+        self._written = report
+
+    def written(self) -> GradeReport | None:
+        """The report GradeWithChecks wrote last (and forget it)."""
+        report, self._written = self._written, None
+        return report
+
+
+HANDOFF = Handoff()
 
 
 def report_key(exercise: str, student: str, loaded) -> str:
@@ -170,13 +200,12 @@ class GradeWithChecks(NbGraderPreprocessor):
         self._write_displays(nb, report)
         self._write_summary(nb, report)
         nb.metadata[REPORT_KEY] = report.to_dict()
-        GRADED.append(report)
-        STATUSES[(exercise, student)] = str(report.status)
+        HANDOFF.wrote(report)
         return nb, resources
 
     def _report(self, nb: NotebookNode, exercise: str, student: str) -> GradeReport:
         loaded = program_of(_plain(nb), exercise)
-        precomputed = PRECOMPUTED.pop(report_key(exercise, student, loaded), None)
+        precomputed = HANDOFF.take(report_key(exercise, student, loaded))
         if precomputed is not None:
             return GradeReport.from_dict(precomputed)
         return grade_loaded(loaded, student=student, demos=True)
@@ -195,8 +224,8 @@ class GradeWithChecks(NbGraderPreprocessor):
             lines = [check.feedback() for check in checks] or [
                 "no automatic checks belong to this cell"
             ]
-            if report.status not in ("ok",):
-                lines.append(f"(note: {STATUS_WORDS.get(str(report.status), report.status)})")
+            if report.status != Status.OK:
+                lines.append(f"(note: {student_words(report.status)})")
             possible = nbgrader.get("points", 0)
             lines.append(f"points for this cell: {earned:g} of {possible:g} (the number below)")
             cell.outputs = [

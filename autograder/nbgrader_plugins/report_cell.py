@@ -7,20 +7,7 @@ from __future__ import annotations
 import html
 
 from autograder.core.results import MANUAL_POINTS, GradeReport
-
-# What a status means, in the student's words (autograder.core.status.Status values).
-STATUS_WORDS = {
-    "ok": "",
-    "crashed": "the notebook's process stopped while it was being graded",
-    "file_size": "the notebook wrote a file larger than allowed",
-    "memory": "the notebook used more memory than allowed",
-    "timeout": "the notebook ran out of time while it was being graded",
-    "output_limit": "the notebook printed more output than allowed",
-    "invalid_notebook": "the file could not be graded as this exercise's notebook",
-    "tampered": "the notebook changed the grader's own code",
-    "grader_error": "the grader failed on this notebook; your instructor has been told",
-}
-
+from autograder.core.status import student_words
 
 REPORT_CELL_ID = "attn-grade-report"  # the report cell's id (DeduplicateIds runs first)
 
@@ -36,7 +23,7 @@ def escape(text: str) -> str:
 
 def report_html(report: GradeReport) -> str:
     """The markdown source of the report cell: one raw HTML block with no blank line."""
-    status = STATUS_WORDS.get(str(report.status), str(report.status))
+    status = student_words(report.status)
     rows = [
         '<div class="attn-grade-report">',
         f"<p><strong>Autograder report</strong>: {report.score:g} of {report.max_score:g} points "

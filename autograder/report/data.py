@@ -25,8 +25,6 @@ from autograder.grading.notebook import InvalidNotebook, read_json
 from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
 from autograder.notebooks.render import cell_roles
 
-NOT_GRADED = "not_graded"  # no report stored: nbgrader could not process the notebook
-
 
 @dataclass(frozen=True)
 class Graded:
@@ -273,7 +271,7 @@ def _graded(course: Path, exercise: str, student: str, path: Path, book: dict) -
         score = row.get("score", report.score)
     else:
         reason = _unreadable(path)
-        status = Status.INVALID_NOTEBOOK if reason else NOT_GRADED
+        status = Status.INVALID_NOTEBOOK if reason else Status.NOT_GRADED
         reason = reason or row.get("note") or "no autograder report stored for this submission"
         checks, messages, score = (), (reason,), row.get("score", 0.0)
     return Graded(

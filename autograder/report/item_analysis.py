@@ -7,6 +7,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from autograder.core.results import GradeReport
+from autograder.core.status import Status
 from autograder.exercises import short_name
 
 FIELDS = ("exercise", "check", "grade_id", "points", "passed", "graded", "pass_rate", "mistakes")
@@ -18,7 +19,7 @@ def item_rows(reports: list[GradeReport]) -> list[dict]:
     mistakes: dict[tuple, Counter] = defaultdict(Counter)
     meta: dict[tuple, tuple[str, float]] = {}
     for report in reports:
-        if report.status == "invalid_notebook":
+        if report.status == Status.INVALID_NOTEBOOK:
             continue
         for check in report.checks:
             key = (report.exercise, check.name)

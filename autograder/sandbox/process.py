@@ -14,9 +14,10 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 from autograder.core.errors import GradedOutcome
+from autograder.core.status import Status
 from autograder.sandbox import cgroups, identity, isolation, jail
 from autograder.sandbox.inside import wire
 from autograder.sandbox.inside.supervisor import descendants
@@ -44,7 +45,7 @@ from autograder.sandbox.plumbing import (
 class SandboxDied(GradedOutcome):
     """The child is gone. `status` is one of: timeout, memory, crashed, output_limit, file_size."""
 
-    def __init__(self, status: str, detail: str):
+    def __init__(self, status: Status, detail: str):
         super().__init__(detail)
         self.status = status
         self.detail = detail
@@ -176,7 +177,9 @@ class Sandbox:
         self._writer = DeadlineWriter(self._request_write)
         started = self._supervisor_event(self.limits.start_timeout)
         if not started or started.get("event") != "started":
-            self._dead = SandboxDied("crashed", "the sandbox did not start: " + self.output_tail())
+            self._dead = SandboxDied(
+                Status.CRASHED, "the sandbox did not start: " + self.output_tail()
+            )
             self.close()
             raise self._dead
         self.pid = started["pid"]
@@ -185,19 +188,19 @@ class Sandbox:
 
     def _stdin(self) -> IO[bytes]:
         if self.process is None or self.process.stdin is None:
-            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
+            raise SandboxDied(Status.CRASHED, "the sandbox's supervisor is not running")
         return self.process.stdin
 
     def _stdout(self) -> IO[bytes]:
         if self.process is None or self.process.stdout is None:
-            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
+            raise SandboxDied(Status.CRASHED, "the sandbox's supervisor is not running")
         return self.process.stdout
 
     def _join_group(self, group: cgroups.Group) -> None:
         """Move the supervisor's whole tree (bubblewrap forks before it reads its config) into
         the sandbox's cgroup; the child is started only after this, so all it starts inherits."""
         if self.process is None:
-            raise SandboxDied("crashed", "the sandbox's supervisor is not running")
+            raise SandboxDied(Status.CRASHED, "the sandbox's supervisor is not running")
         for _ in range(100):
             tree = [self.process.pid, *descendants(self.process.pid)]
             outside = [pid for pid in tree if not group.contains(pid)]
@@ -208,7 +211,7 @@ class Sandbox:
                     group.add(pid)
                 except OSError:
                     pass  # exited meanwhile
-        raise SandboxDied("crashed", "could not move the sandbox into its cgroup")
+        raise SandboxDied(Status.CRASHED, "could not move the sandbox into its cgroup")
 
     def _environment(self, work: Path, tmp: str) -> dict[str, str]:
         single_thread = {
@@ -252,7 +255,7 @@ class Sandbox:
                 del self._output[: len(self._output) - keep]
             if self._output_total > self.limits.output_bytes and self._dead is None:
                 self._dead = SandboxDied(
-                    "output_limit",
+                    Status.OUTPUT_LIMIT,
                     f"the notebook printed more than {self.limits.output_bytes} bytes",
                 )
                 self._kill()
@@ -352,11 +355,11 @@ class Sandbox:
             )
             self._reap()
         except TimeoutError:
-            self._die("timeout", f"no answer within {timeout:g} s")
+            self._die(Status.TIMEOUT, f"no answer within {timeout:g} s")
         except (EOFError, BrokenPipeError, OSError):
             self._die(*self._cause_of_death())
         except (wire.ProtocolError, RecursionError) as error:
-            self._die("crashed", f"the notebook broke the grading channel ({error})")
+            self._die(Status.CRASHED, f"the notebook broke the grading channel ({error})")
         return response, out_blobs
 
     def _reap(self) -> None:
@@ -373,13 +376,13 @@ class Sandbox:
             self._pending_event = event
             raise EOFError
 
-    def _die(self, status: str, detail: str):
+    def _die(self, status: Status, detail: str) -> NoReturn:
         if self._dead is None:
             self._dead = SandboxDied(status, detail)
         self._kill()
         raise self._dead
 
-    def _cause_of_death(self) -> tuple[str, str]:
+    def _cause_of_death(self) -> tuple[Status, str]:
         event = self._pending_event or self._supervisor_event(5.0) or {}
         if self._output_thread is not None:
             self._output_thread.join(timeout=2)
@@ -389,16 +392,22 @@ class Sandbox:
         tail = self.output_tail()
         if self._group is not None and self._group.oom_killed():
             limit = self.limits.group_memory_bytes >> 20
-            return "memory", f"out of memory (the submission's processes used over {limit} MiB)"
+            return (
+                Status.MEMORY,
+                f"out of memory (the submission's processes used over {limit} MiB)",
+            )
         if code is None:
-            return "crashed", "the sandbox stopped unexpectedly"
+            return Status.CRASHED, "the sandbox stopped unexpectedly"
         if code < 0:
             signame = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             if -code == signal.SIGXCPU or (-code == signal.SIGKILL and "CPU" in tail):
-                return "timeout", f"the CPU time limit ({self.limits.cpu_seconds} s) was reached"
+                return (
+                    Status.TIMEOUT,
+                    f"the CPU time limit ({self.limits.cpu_seconds} s) was reached",
+                )
             if -code == signal.SIGXFSZ:
-                return "file_size", "a file larger than the file size limit was written"
+                return Status.FILE_SIZE, "a file larger than the file size limit was written"
             if any(word in tail for word in ("MemoryError", "bad_alloc", "allocate memory")):
-                return "memory", f"out of memory (killed by {signame})"
-            return "crashed", f"the process was killed by {signame}"
-        return "crashed", f"the notebook ended the grading process (exit code {code})"
+                return Status.MEMORY, f"out of memory (killed by {signame})"
+            return Status.CRASHED, f"the process was killed by {signame}"
+        return Status.CRASHED, f"the notebook ended the grading process (exit code {code})"
