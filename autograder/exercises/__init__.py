@@ -47,6 +47,9 @@ class Exercise:
     # Student function/class -> the name prefixes of the checks that test it (the fake-stub
     # matrix: a stub of that function must fail every one of them).
     checks_of: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # One of the lesson's five (released by default) or a companion chapter's exercise, built
+    # and demonstrated only when asked for (`attn-grade build --all`, or by name).
+    core: bool = True
 
 
 def _discover() -> tuple[str, ...]:
@@ -106,6 +109,11 @@ def checks_module_path(exercise: str) -> Path:
 
 def template_path(exercise: str) -> Path:
     return exercise_dir(exercise) / "template.ipynb.j2"
+
+
+def core_exercises() -> tuple[str, ...]:
+    """The default release: the lesson's own exercises."""
+    return tuple(exercise for exercise in EXERCISES if declaration(exercise).core)
 
 
 def grading_seconds(exercise: str) -> float:
