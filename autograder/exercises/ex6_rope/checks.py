@@ -1,0 +1,382 @@
+"""Hidden checks of ex6_rope (8 points).
+
+The properties that make RoPE what it is are checked on the student's own outputs, not only
+against the reference: a rotation keeps every pair's norm, an offset of p is the same as rows
+p, p+1, ... of a longer sequence, and the score of a rotated query and key depends only on the
+distance m - n.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.authoring.check import check
+from autograder.authoring.expect import (
+    as_array,
+    call_checked,
+    ensure,
+    expect_close,
+    expect_raises,
+    expect_shape,
+)
+from autograder.authoring.inputs import distinct_sizes
+from autograder.authoring.modules import (
+    load_into,
+    module_output,
+    module_outputs,
+    student_output,
+    without_raised,
+)
+from autograder.exercises.ex6_rope import reference as ref
+
+pytestmark = pytest.mark.ex6
+
+ATOL64, ATOL32 = 1e-9, 1e-5  # the contract's tolerances for float64 and float32 inputs
+PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
+
+
+def tensor(rng: np.random.Generator, *shape: int, dtype=torch.float64) -> torch.Tensor:
+    return torch.from_numpy(rng.normal(size=shape)).to(dtype)
+
+
+def even_sizes(rng: np.random.Generator, count: int, low: int = 2, high: int = 13) -> list[int]:
+    """`count` different even numbers in [2*low, 2*high)."""
+    return [2 * size for size in distinct_sizes(rng, count, low, high)]
+
+
+def rope_input(rng: np.random.Generator, dtype=torch.float64) -> torch.Tensor:
+    """x (B, H, T, head_dim), every dimension distinct, head_dim even and >= 6 (so that split
+    halves and interleaved pairs differ)."""
+    while True:
+        batch, heads, length = distinct_sizes(rng, 3, 2, 9)
+        head_dim = even_sizes(rng, 1, 3, 9)[0]
+        if len({batch, heads, length, head_dim}) == 4:
+            return tensor(rng, batch, heads, length, head_dim, dtype=dtype)
+
+
+def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple[np.ndarray, list]:
+    """The student's apply_rope(x, **kwargs) as an array of x's shape, and the catalogue's."""
+    answer = call_checked(submission, mistakes, "apply_rope", x, **kwargs)
+    observed = as_array(answer.value, what, allow=("tensor",))
+    expect_shape(observed, tuple(x.shape), what)
+    return observed, answer.candidates
+
+
+# -- rope_frequencies ----------------------------------------------------------------------------
+@check(points=0.75, grade_id="check_rope_frequencies")
+def test_rope_frequencies_match_the_formula(submission, mistakes, rng):
+    for head_dim, base in zip(
+        even_sizes(rng, 3, 2, 40), (10000.0, float(rng.uniform(50, 500)), 10000.0), strict=True
+    ):
+        what = f"rope_frequencies({head_dim}, base={base:g})"
+        answer = call_checked(submission, mistakes, "rope_frequencies", head_dim, base=base)
+        observed = as_array(answer.value, what, allow=("tensor",))
+        expect_close(
+            observed,
+            ref.rope_frequencies(head_dim, base),
+            what,
+            atol=0.0,
+            rtol=1e-6,  # float32 frequencies are accepted
+            mistakes=answer.candidates,
+        )
+
+
+@check(
+    points=0.25,
+    grade_id="check_rope_frequencies",
+    requires=("test_rope_frequencies_match_the_formula",),
+)
+def test_rope_frequencies_rejects_an_odd_head_dim(submission, mistakes, rng):
+    odd = 2 * int(rng.integers(2, 20)) + 1
+    expect_raises(
+        submission,
+        mistakes,
+        "rope_frequencies",
+        "ValueError",
+        odd,
+        what=f"rope_frequencies({odd})",
+        why="an odd head_dim cannot be split into pairs",
+    )
+
+
+# -- apply_rope ----------------------------------------------------------------------------------
+@check(points=1.0, grade_id="check_apply_rope")
+def test_apply_rope_matches_the_formula(submission, mistakes, rng):
+    x = rope_input(rng)
+    what = f"apply_rope(x) for x of shape {tuple(x.shape)} (float64)"
+    observed, candidates = rotated(submission, mistakes, x, what)
+    expect_close(observed, ref.apply_rope(x), what, atol=ATOL64, rtol=0, mistakes=candidates)
+    base = float(rng.uniform(100, 1000))
+    what = f"apply_rope(x, base={base:g})"
+    observed, candidates = rotated(submission, mistakes, x, what, base=base)
+    expect_close(
+        observed, ref.apply_rope(x, base=base), what, atol=ATOL64, rtol=0, mistakes=candidates
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_apply_rope",
+    requires=("test_apply_rope_matches_the_formula",),
+)
+def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
+    """apply_rope(x, offset=p) equals rows p, p+1, ... of the rotation of a sequence that has
+    p rows in front: the property a KV cache relies on."""
+    x = rope_input(rng)
+    offset = int(rng.integers(3, 40))
+    what = f"apply_rope(x, offset={offset})"
+    observed, candidates = rotated(submission, mistakes, x, what, offset=offset)
+    expect_close(
+        observed,
+        ref.apply_rope(x, offset=offset),
+        what,
+        atol=ATOL64,
+        rtol=0,
+        mistakes=candidates,
+    )
+    longer = torch.cat([tensor(rng, *x.shape[:-2], offset, x.shape[-1]), x], dim=-2)
+    whole, _ = rotated(submission, mistakes, longer, "apply_rope of the longer sequence")
+    expect_close(
+        observed,
+        whole[..., offset:, :],
+        f"{what} against rows {offset}... of apply_rope of a sequence with {offset} rows before x",
+        atol=ATOL64,
+        rtol=0,
+        mistakes=candidates,
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_apply_rope",
+    requires=("test_apply_rope_matches_the_formula",),
+)
+def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
+    x = rope_input(rng, dtype=torch.float32)
+    offset = int(rng.integers(100, 5000))
+    what = f"apply_rope(x, offset={offset}) for float32 x"
+    answer = call_checked(submission, mistakes, "apply_rope", x, offset=offset)
+    ensure(
+        isinstance(answer.value, torch.Tensor) and answer.value.dtype == torch.float32,
+        f"{what} should return a float32 tensor (x's dtype), got "
+        f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
+    )
+    expect_close(
+        as_array(answer.value, what, allow=("tensor",)),
+        ref.apply_rope(x.double(), offset=offset),
+        what,
+        atol=ATOL32 * 10,  # float32 angles of positions up to 5000
+        rtol=0,
+        mistakes=answer.candidates,
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_apply_rope",
+    requires=("test_apply_rope_matches_the_formula",),
+)
+def test_apply_rope_keeps_every_pair_norm(submission, mistakes, rng):
+    """A rotation: |(x'_i, x'_i+h)| = |(x_i, x_i+h)| for every pair, at any position."""
+    x = rope_input(rng)
+    offset = int(rng.integers(1000, 100_000))
+    observed, _ = rotated(submission, mistakes, x, f"apply_rope(x, offset={offset})", offset=offset)
+    half = x.shape[-1] // 2
+    before = np.hypot(x[..., :half].numpy(), x[..., half:].numpy())
+    after = np.hypot(observed[..., :half], observed[..., half:])
+    expect_close(
+        after,
+        before,
+        "the norm of each pair (x_i, x_i+h) after apply_rope (a rotation keeps it)",
+        atol=1e-8,
+        rtol=0,
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_apply_rope",
+    requires=("test_apply_rope_matches_the_formula",),
+)
+def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng):
+    """rope(q at m) . rope(k at n) = rope(q at m + s) . rope(k at n + s), from the student's own
+    rotations."""
+    head_dim = even_sizes(rng, 1, 4, 17)[0]
+    q, k = tensor(rng, 1, head_dim), tensor(rng, 1, head_dim)
+    m, n, shift = (int(v) for v in rng.integers(0, 300, size=3))
+    pairs = ((m, n), (m + shift, n + shift))
+    scores = []
+    for at_q, at_k in pairs:
+        rq, _ = rotated(submission, mistakes, q, f"apply_rope(q, offset={at_q})", offset=at_q)
+        rk, _ = rotated(submission, mistakes, k, f"apply_rope(k, offset={at_k})", offset=at_k)
+        scores.append(float(rq[0] @ rk[0]))
+    expect_close(
+        np.array(scores[1]),
+        np.array(scores[0]),
+        f"the score of q at {m + shift} and k at {n + shift} against q at {m} and k at {n} "
+        "(the same distance)",
+        atol=1e-8,
+        rtol=1e-8,
+    )
+
+
+# -- RoPEAttention -------------------------------------------------------------------------------
+def attention_sizes(rng: np.random.Generator) -> tuple[int, int, int, int]:
+    """(B, L, d_model, num_heads), head_dim even; B, L, num_heads, head_dim all different."""
+    while True:
+        batch, length, heads = distinct_sizes(rng, 3, 2, 9)
+        head_dim = even_sizes(rng, 1, 2, 6)[0]
+        if len({batch, length, heads, head_dim}) == 4:
+            return batch, length, heads * head_dim, heads
+
+
+def seeded_weights(rng: np.random.Generator, d_model: int) -> dict[str, torch.Tensor]:
+    """Weights that give scores of order 1 (the default init gives nearly uniform attention,
+    under which a missing scale or a rotation of V hardly shows)."""
+    return {
+        f"{name}.weight": torch.from_numpy(
+            rng.normal(scale=1.5 * d_model**-0.5, size=(d_model, d_model)).astype(np.float32)
+        )
+        for name in PROJECTIONS
+    }
+
+
+@check(points=1.5, grade_id="check_rope_attention")
+def test_rope_attention_matches_the_reference_on_its_weights(submission, mistakes, rng):
+    batch, length, d_model, heads = attention_sizes(rng)
+    sizes = (d_model, heads)
+    module = submission.call("RoPEAttention", *sizes)
+    state = module.call("state_dict")
+    ensure(
+        isinstance(state, dict) and all(f"{name}.weight" in state for name in PROJECTIONS),
+        f"RoPEAttention{sizes} should have the submodules {', '.join(PROJECTIONS)} "
+        f"(nn.Linear(d_model, d_model, bias=False)); its state_dict has "
+        f"{sorted(state) if isinstance(state, dict) else state!r}",
+    )
+    weights = load_into(module, seeded_weights(rng, d_model))
+    x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
+    for causal in (True, False):
+
+        def run(reference_module, causal=causal):
+            return reference_module(x.double(), causal=causal).numpy()
+
+        what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
+        expect_close(
+            student_output(module, x, what, causal=causal),
+            module_output(ref.RoPEAttention, sizes, weights, run),
+            what,
+            atol=1e-4,
+            rtol=1e-4,
+            mistakes=without_raised(module_outputs(mistakes, "RoPEAttention", sizes, weights, run)),
+        )
+
+
+@check(
+    points=0.5,
+    grade_id="check_rope_attention",
+    requires=("test_rope_attention_matches_the_reference_on_its_weights",),
+)
+def test_rope_attention_projections_and_sizes(submission, mistakes, rng):
+    _, _, d_model, heads = attention_sizes(rng)
+    state = submission.call("RoPEAttention", d_model, heads).call("state_dict")
+    for name in PROJECTIONS:
+        expect_shape(
+            as_array(state[f"{name}.weight"], f"{name}.weight"),
+            (d_model, d_model),
+            f"the weight of {name}",
+        )
+    biases = sorted(key for key in state if key.endswith("bias"))
+    ensure(not biases, f"the projections should have no bias (bias=False), found {biases}")
+    odd_head = 2 * int(rng.integers(2, 5)) + 1
+    for args, why in (
+        ((heads * 2 * odd_head + 1, heads), "d_model is not divisible by num_heads"),
+        ((heads * odd_head, heads), "head_dim is odd"),
+    ):
+        expect_raises(
+            submission,
+            mistakes,
+            "RoPEAttention",
+            "ValueError",
+            *args,
+            what=f"RoPEAttention{args}",
+            why=why,
+        )
+
+
+@check(
+    points=0.5,
+    grade_id="check_rope_attention",
+    requires=("test_rope_attention_matches_the_reference_on_its_weights",),
+)
+def test_rope_attention_is_causal_and_sees_order(submission, rng):
+    """Causal: changing the last token changes no earlier output. Positions: unlike attention
+    without positions, reversing the order of the tokens does not just reverse the outputs."""
+    batch, length, d_model, heads = attention_sizes(rng)
+    module = submission.call("RoPEAttention", d_model, heads)
+    load_into(module, seeded_weights(rng, d_model))
+    x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
+    changed = x.clone()
+    changed[:, -1] += 1.0
+    before = student_output(module, x, "the output", causal=True)
+    after = student_output(module, changed, "the output with the last token changed", causal=True)
+    expect_close(
+        after[:, :-1],
+        before[:, :-1],
+        "causal outputs before the last position when only the last token changes",
+        atol=1e-5,
+        rtol=1e-5,
+    )
+    plain = student_output(module, x, "the output", causal=False)
+    reverse = student_output(module, x.flip(1), "the output of the reversed tokens", causal=False)
+    ensure(
+        not np.allclose(reverse[:, ::-1], plain, atol=1e-4),
+        "with causal=False, reversing the tokens only reversed the outputs: the positions "
+        "(RoPE on Q and K) have no effect",
+    )
+
+
+# -- relative_scores -----------------------------------------------------------------------------
+@check(points=1.0, grade_id="check_relative_scores")
+def test_relative_scores_match_the_formula(submission, mistakes, rng):
+    head_dim, positions = even_sizes(rng, 2, 3, 12)
+    q, k = tensor(rng, head_dim), tensor(rng, head_dim)
+    base = float(rng.uniform(20, 200))
+    what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
+    answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
+    observed = as_array(answer.value, what, allow=("tensor",))
+    expect_close(
+        observed,
+        ref.relative_scores(q, k, positions, base=base),
+        what,
+        atol=ATOL64,
+        rtol=0,
+        mistakes=answer.candidates,
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_relative_scores",
+    requires=("test_relative_scores_match_the_formula",),
+)
+def test_relative_scores_depend_only_on_m_minus_n(submission, rng):
+    head_dim = even_sizes(rng, 1, 3, 12)[0]
+    positions = int(rng.integers(9, 20))
+    q, k = tensor(rng, head_dim), tensor(rng, head_dim)
+    what = f"relative_scores(q, k, {positions})"
+    scores = as_array(submission.call("relative_scores", q, k, positions), what, allow=("tensor",))
+    expect_shape(scores, (positions, positions), what)
+    expect_close(
+        scores[1:, 1:],
+        scores[:-1, :-1],
+        f"{what}: S[m+1, n+1] against S[m, n] (the score depends only on m - n)",
+        atol=1e-8,
+        rtol=0,
+    )
+    expect_close(
+        np.diag(scores),
+        np.full(positions, float(q @ k)),
+        f"the diagonal of {what} (m = n: the rotations cancel, q . k)",
+        atol=1e-8,
+        rtol=0,
+    )

@@ -1,0 +1,327 @@
+"""Named mistakes of ex6_rope (each a wrong version of a contract function or class)."""
+# ruff: noqa: F811 - every mistake redefines the function it replaces
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.authoring.catalogue import Catalogue
+from autograder.exercises.ex6_rope.reference import apply_rope, rope_frequencies
+
+CATALOGUE = Catalogue("ex6_rope")
+
+
+# -- rope_frequencies ----------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "exponent_i_over_d",
+    "the frequencies use the exponent -i/head_dim instead of -2i/head_dim",
+    check="test_rope_frequencies_match_the_formula",
+)
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError("head_dim must be even")
+    return base ** (-torch.arange(head_dim // 2, dtype=torch.float64) / head_dim)
+
+
+@CATALOGUE.mistake(
+    "frequencies_from_one",
+    "the frequency index starts at 1 instead of 0 (theta_0 should be 1)",
+    check="test_rope_frequencies_match_the_formula",
+)
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError("head_dim must be even")
+    return base ** (-torch.arange(2, head_dim + 2, 2, dtype=torch.float64) / head_dim)
+
+
+@CATALOGUE.mistake(
+    "base_ignored",
+    "the frequencies always use base 10000 and ignore the `base` argument",
+    check="test_rope_frequencies_match_the_formula",
+)
+def rope_frequencies(head_dim, base=10000.0):
+    if head_dim <= 0 or head_dim % 2:
+        raise ValueError("head_dim must be even")
+    return 10000.0 ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+
+
+@CATALOGUE.mistake(
+    "odd_head_dim_accepted",
+    "an odd head_dim is accepted (its last feature has no partner): raise ValueError",
+    check="test_rope_frequencies_rejects_an_odd_head_dim",
+)
+def rope_frequencies(head_dim, base=10000.0):
+    return base ** (-torch.arange(0, head_dim - 1, 2, dtype=torch.float64) / head_dim)
+
+
+# -- apply_rope ----------------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "interleaved_pairs",
+    "neighbouring features (x_2i, x_2i+1) were rotated together instead of the split halves "
+    "(x_i, x_i+h)",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+@CATALOGUE.mistake(
+    "rotation_reversed",
+    "the pairs are rotated in the wrong direction (by -p*theta instead of +p*theta)",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos + second * sin, second * cos - first * sin], dim=-1)
+
+
+@CATALOGUE.mistake(
+    "positions_from_one",
+    "positions start at 1 instead of 0 (the first row should not be rotated)",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset + 1, offset + 1 + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
+    "offset_ignored",
+    "`offset` is ignored: every call rotates its rows from position 0",
+    check="test_apply_rope_offset_continues_the_positions",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
+    "positions_along_the_wrong_axis",
+    "the position was taken from the first axis of x instead of the second-to-last (rows)",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset, offset + x.shape[0], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    shape = (x.shape[0],) + (1,) * (x.dim() - 2) + (half,)
+    cos = torch.cos(angles).reshape(shape).to(x.dtype)
+    sin = torch.sin(angles).reshape(shape).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+# -- RoPEAttention -------------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "rope_on_values",
+    "the values V were rotated too: RoPE belongs on Q and K only",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = apply_rope(heads(self.W_v(x)), base=self.base)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "rope_before_head_split",
+    "RoPE was applied over the whole d_model before the heads were split: each head must be "
+    "rotated with its own head_dim",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = heads(apply_rope(self.W_q(x), base=self.base))
+        k = heads(apply_rope(self.W_k(x), base=self.base))
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "scores_not_scaled",
+    "the scores were not divided by sqrt(head_dim)",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "causal_mask_reversed",
+    "the causal mask hides the past instead of the future (tril instead of triu)",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).tril(-1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "heads_split_by_stride",
+    "the heads were split by stride (view(B, L, head_dim, num_heads)) instead of contiguous "
+    "blocks of head_dim features",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.head_dim, self.num_heads).permute(0, 3, 1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.permute(0, 2, 3, 1).reshape(batch, length, d_model))
+
+
+# -- relative_scores -----------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "only_q_rotated",
+    "only q was rotated: k must be rotated to its own position too",
+    check="test_relative_scores_match_the_formula",
+)
+def relative_scores(q, k, positions, base=10000.0):
+    rotated_q = apply_rope(q.expand(positions, q.shape[-1]), base=base)
+    return rotated_q @ k.expand(positions, k.shape[-1]).T
+
+
+@CATALOGUE.mistake(
+    "scores_transposed",
+    "the matrix is transposed: row m must be the query's position, column n the key's",
+    check="test_relative_scores_match_the_formula",
+)
+def relative_scores(q, k, positions, base=10000.0):
+    rotated_q = apply_rope(q.expand(positions, q.shape[-1]), base=base)
+    rotated_k = apply_rope(k.expand(positions, k.shape[-1]), base=base)
+    return rotated_k @ rotated_q.T
