@@ -25,6 +25,13 @@ from autograder.notebooks.render import render_cells
 
 MARKER = ".attn-grade-demo"
 STUDENTS = ("alice", "bob", "carol")
+# A companion chapter's exercise is demonstrated with fewer students, to keep the demo short:
+# alice (the reference) and bob (its demo mistake).
+COMPANION_STUDENTS = ("alice", "bob")
+
+
+def students_of(exercise: str) -> tuple[str, ...]:
+    return STUDENTS if declaration(exercise).core else COMPANION_STUDENTS
 
 
 def prepare(course: Path) -> None:
@@ -110,10 +117,11 @@ def run_demo(course: Path, workers: int = 2, exercises: list[str] | None = None)
         require_success(api.release_assignment(exercise), f"release_assignment {exercise}")
     step("students fetch, work and submit through the exchange")
     for exercise in exercises:
-        for student in STUDENTS:
+        for student in students_of(exercise):
             submit_as(course, exercise, student)
         require_success(api.collect(exercise), f"collect {exercise}")
-    step(f"autograding {len(exercises) * len(STUDENTS)} notebooks ({workers} workers)")
+    count = sum(len(students_of(exercise)) for exercise in exercises)
+    step(f"autograding {count} notebooks ({workers} workers)")
     autograde_course(course, exercises, workers=workers)
     step("feedback and export")
     for exercise in exercises:

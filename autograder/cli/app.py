@@ -21,7 +21,13 @@ from autograder.cli.common import (
 from autograder.core.errors import AttnGradeError
 from autograder.core.speedups import skip_slow_optional_imports
 from autograder.core.text import clean_text
-from autograder.exercises import DEFAULT_COURSE_DIR, EXERCISES, short_names
+from autograder.exercises import (
+    DEFAULT_COURSE_DIR,
+    EXERCISES,
+    core_exercises,
+    short_name,
+    short_names,
+)
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
 
@@ -30,7 +36,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     built = build_course(
         Path(args.course),
-        exercise_list(args.exercises) or None,
+        exercise_list(args.exercises) or (list(EXERCISES) if args.all else None),
         lang=args.lang,
         release=not args.no_release,
         exchange_root=args.exchange,
@@ -152,7 +158,17 @@ def parser() -> argparse.ArgumentParser:
         help="render the notebooks and release them with nbgrader",
     )
     build.add_argument(
-        "exercises", nargs="*", metavar="EXERCISE", help=f"ids or {short_names()} (default: all)"
+        "exercises",
+        nargs="*",
+        metavar="EXERCISE",
+        help=f"ids or {short_names()} (default: the lesson's {len(core_exercises())}: "
+        f"{', '.join(short_name(e) for e in core_exercises())})",
+    )
+    build.add_argument(
+        "--all",
+        action="store_true",
+        help="every exercise, the companion chapters' too "
+        f"({', '.join(short_name(e) for e in EXERCISES if e not in core_exercises())})",
     )
     build.add_argument(
         "--course",
@@ -231,7 +247,10 @@ def parser() -> argparse.ArgumentParser:
         "demo", formatter_class=_ShowDefaults, help="the whole course cycle on a fresh demo course"
     )
     demo.add_argument(
-        "exercises", nargs="*", metavar="EXERCISE", help=f"default: all {len(EXERCISES)}"
+        "exercises",
+        nargs="*",
+        metavar="EXERCISE",
+        help=f"default: all {len(EXERCISES)} (the companion chapters' with two students)",
     )
     demo.add_argument("--course", default="demo-course", help="where to build the demo course")
     demo.add_argument("--workers", type=int, default=2, help="parallel grading processes")

@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 import nbformat
 
-from autograder.exercises import EXERCISES, resolve
+from autograder.exercises import core_exercises, resolve
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
 
@@ -136,7 +136,7 @@ def build_course(
     # course through nbgrader's exchange, which lives elsewhere.
     course_dir.chmod(course_dir.stat().st_mode & 0o770)
     write_config(course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id)
-    chosen = [resolve(name) for name in exercises] if exercises else list(EXERCISES)
+    chosen = [resolve(name) for name in exercises] if exercises else list(core_exercises())
     built = []
     for exercise in chosen:
         source = write_source(course_dir, exercise, lang)
