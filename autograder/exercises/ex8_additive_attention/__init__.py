@@ -1,0 +1,19 @@
+"""ex8_additive_attention: additive, multiplicative and dot-product attention (lesson 002)."""
+
+from autograder.exercises import Exercise
+
+EXERCISE = Exercise(
+    title="Additive, multiplicative and scaled dot-product attention",
+    grading_seconds=9.0,
+    demo_mistake="softmax_over_the_singleton_axis",
+    checks_of={
+        "AdditiveAttention": ("test_additive",),
+        "MultiplicativeAttention": ("test_multiplicative",),
+        "ScaledDotAttention": ("test_scaled_dot",),
+        "attention_parameter_counts": ("test_parameter_counts",),
+        "make_pointer_task": ("test_pointer_task",),
+        "train_pointer": ("test_train_pointer",),
+        "pointer_accuracy": ("test_pointer_accuracy",),
+    },
+    core=False,
+)

@@ -1,0 +1,445 @@
+"""Hidden checks of ex8_additive_attention (8 points).
+
+Each module is run on the student's own weights and compared with the formula of the contract
+(the reference class holding the same weights, in float64); the weights must be a softmax over
+the S annotations that gives blocked annotations exactly 0, and the context their weighted sum,
+recomputed here from what the student's module returned. Training is judged by the accuracy of
+the student's trained module, measured here on a held-out task.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.authoring.check import check
+from autograder.authoring.expect import (
+    as_array,
+    call_checked,
+    ensure,
+    expect_close,
+    expect_equal,
+    expect_shape,
+    expect_tuple,
+    fail,
+    is_int,
+    is_real,
+    matching_mistake,
+)
+from autograder.authoring.inputs import distinct_sizes
+from autograder.authoring.modules import load_into, module_output, module_outputs
+from autograder.core.errors import StudentError
+from autograder.exercises.ex8_additive_attention import reference as ref
+
+pytestmark = pytest.mark.ex8
+
+ATOL = RTOL = 1e-4  # float32 in the child against float64 here
+LAYOUT = {  # the contract's parameters: name -> shape from (enc_dim, dec_dim, attn_dim)
+    "AdditiveAttention": {
+        "W_h.weight": lambda e, d, a: (a, e),
+        "W_s.weight": lambda e, d, a: (a, d),
+        "W_s.bias": lambda e, d, a: (a,),
+        "v.weight": lambda e, d, a: (1, a),
+    },
+    "MultiplicativeAttention": {"W_a.weight": lambda e, d, a: (d, e)},
+    "ScaledDotAttention": {},
+}
+
+
+def sizes(rng: np.random.Generator) -> tuple[int, int, int, int, int]:
+    """(B, S, enc_dim, dec_dim, attn_dim), all different."""
+    return tuple(distinct_sizes(rng, 5, 2, 14))  # type: ignore[return-value]
+
+
+def init_args(name: str, enc: int, dec: int, attn: int) -> tuple[int, ...]:
+    return {"AdditiveAttention": (enc, dec, attn), "MultiplicativeAttention": (enc, dec)}.get(
+        name, (enc,)
+    )
+
+
+def seeded_weights(rng, name: str, enc: int, dec: int, attn: int) -> dict[str, torch.Tensor]:
+    """Weights that give scores of order 1-3 (the default init gives nearly uniform weights)."""
+    return {
+        key: torch.from_numpy(
+            rng.normal(scale=1.5 / np.sqrt(shape(enc, dec, attn)[-1]), size=shape(enc, dec, attn))
+        ).float()
+        for key, shape in LAYOUT[name].items()
+    }
+
+
+def inputs(rng, batch: int, length: int, enc: int, dec: int):
+    annotations = torch.from_numpy(rng.normal(size=(batch, length, enc))).float()
+    state = torch.from_numpy(rng.normal(size=(batch, dec))).float()
+    mask = rng.random((batch, length)) < 0.6
+    rows = np.arange(batch)
+    kept = rng.integers(0, length, size=batch)
+    mask[rows, kept] = True  # no row fully blocked,
+    mask[rows, (kept + rng.integers(1, length, size=batch)) % length] = False  # nor fully open
+    return annotations, state, torch.from_numpy(mask)
+
+
+def run_student(module, name: str, annotations, state, mask, mistakes, candidates) -> tuple:
+    """(context, weights) from the student's module as arrays of the contract's shapes."""
+    what = f"{name}.forward(annotations {tuple(annotations.shape)}, state {tuple(state.shape)})"
+    try:
+        value = module(annotations, state, mask=mask)
+    except StudentError as error:
+        raised = next(
+            (m for m, out in candidates if getattr(out, "type", None) == error.type), None
+        )
+        fail(str(error), mistake=raised)
+    context, weights = expect_tuple(value, 2, what)
+    context = as_array(context, f"the context of {what}", allow=("tensor",))
+    weights = as_array(weights, f"the weights of {what}", allow=("tensor",))
+    batch, length, enc = annotations.shape
+    named = matching_mistake(
+        weights, [(m, out[1]) for m, out in candidates if isinstance(out, tuple)]
+    )
+    expect_shape(weights, (batch, length), f"the weights of {what}", mistake=named)
+    expect_shape(context, (batch, enc), f"the context of {what}")
+    return context, weights
+
+
+def check_module(submission, mistakes, rng, name: str) -> tuple:
+    """The student's `name` on its own weights against the reference on the same weights, with
+    and without a mask. Returns the last (annotations, mask, context, weights)."""
+    batch, length, enc, dec, attn = sizes(rng)
+    if name == "ScaledDotAttention":
+        dec = enc
+    args = init_args(name, enc, dec, attn)
+    module = submission.call(name, *args)
+    state_dict = module.call("state_dict")
+    missing = sorted(set(LAYOUT[name]) - set(state_dict))
+    ensure(
+        not missing,
+        f"{name}{args} should have the parameters {sorted(LAYOUT[name])}; it has "
+        f"{sorted(state_dict)}",
+    )
+    weights = load_into(module, seeded_weights(rng, name, enc, dec, attn)) if LAYOUT[name] else {}
+    annotations, state, mask = inputs(rng, batch, length, enc, dec)
+    for used in (None, mask):
+
+        def run(reference_module, used=used):
+            context, attn_weights = reference_module(
+                annotations.double(), state.double(), mask=used
+            )
+            return context.numpy(), attn_weights.numpy()
+
+        candidates = module_outputs(mistakes, name, args, weights, run)
+        context, got = run_student(module, name, annotations, state, used, mistakes, candidates)
+        expected = module_output(getattr(ref, name), args, weights, run)
+        masked = "" if used is None else " with a mask"
+        pairs = [(m, out) for m, out in candidates if isinstance(out, tuple)]
+        expect_close(
+            got,
+            expected[1],
+            f"the attention weights of {name}{args}{masked} on its own weights",
+            atol=ATOL,
+            rtol=RTOL,
+            mistakes=[(m, out[1]) for m, out in pairs],
+        )
+        expect_close(
+            context,
+            expected[0],
+            f"the context of {name}{args}{masked} on its own weights",
+            atol=ATOL,
+            rtol=RTOL,
+            mistakes=[(m, out[0]) for m, out in pairs],
+        )
+    return annotations.numpy(), mask.numpy(), context, got
+
+
+def check_softmax_and_context(annotations, mask, context, weights, name: str) -> None:
+    """From the student's own outputs: weights >= 0 summing to 1 over the S annotations,
+    blocked annotations exactly 0, context = the weighted sum of the annotations."""
+    ensure(bool(np.all(weights >= 0)), f"{name}'s weights should be non-negative")
+    expect_close(
+        weights.sum(axis=1),
+        np.ones(len(weights)),
+        f"the sum of {name}'s weights over the S annotations of each sample",
+        atol=1e-5,
+    )
+    ensure(
+        bool(np.all(weights[~mask] == 0)),
+        f"{name}'s weights of blocked annotations (mask False) should be exactly 0",
+    )
+    expect_close(
+        context,
+        np.einsum("bs,bse->be", weights, annotations),
+        f"{name}'s context against the sum of the annotations weighted by its own weights",
+        atol=1e-5,
+        rtol=1e-5,
+    )
+
+
+# -- the three modules ---------------------------------------------------------------------------
+@check(points=1.25, grade_id="check_additive")
+def test_additive_matches_the_reference_on_its_weights(submission, mistakes, rng):
+    check_module(submission, mistakes, rng, "AdditiveAttention")
+
+
+@check(
+    points=0.5,
+    grade_id="check_additive",
+    requires=("test_additive_matches_the_reference_on_its_weights",),
+)
+def test_additive_weights_are_a_softmax_over_the_annotations(submission, mistakes, rng):
+    check_softmax_and_context(
+        *check_module(submission, mistakes, rng, "AdditiveAttention"), "AdditiveAttention"
+    )
+
+
+@check(
+    points=0.25,
+    grade_id="check_additive",
+    requires=("test_additive_matches_the_reference_on_its_weights",),
+)
+def test_additive_parameters(submission, rng):
+    _, _, enc, dec, attn = sizes(rng)
+    state = submission.call("AdditiveAttention", enc, dec, attn).call("state_dict")
+    expect_equal(
+        sorted(state),
+        sorted(LAYOUT["AdditiveAttention"]),
+        "the parameters of AdditiveAttention (W_h and v without bias, W_s with)",
+    )
+    for key, shape in LAYOUT["AdditiveAttention"].items():
+        expect_shape(as_array(state[key], key), shape(enc, dec, attn), key)
+
+
+@check(points=1.0, grade_id="check_multiplicative")
+def test_multiplicative_matches_the_reference_on_its_weights(submission, mistakes, rng):
+    check_module(submission, mistakes, rng, "MultiplicativeAttention")
+
+
+@check(
+    points=0.5,
+    grade_id="check_multiplicative",
+    requires=("test_multiplicative_matches_the_reference_on_its_weights",),
+)
+def test_multiplicative_weights_and_parameters(submission, mistakes, rng):
+    name = "MultiplicativeAttention"
+    check_softmax_and_context(*check_module(submission, mistakes, rng, name), name)
+    _, _, enc, dec, _ = sizes(rng)
+    state = submission.call(name, enc, dec).call("state_dict")
+    expect_equal(sorted(state), ["W_a.weight"], "the parameters of MultiplicativeAttention")
+    expect_shape(as_array(state["W_a.weight"], "W_a.weight"), (dec, enc), "W_a.weight")
+
+
+@check(points=0.5, grade_id="check_scaled_dot")
+def test_scaled_dot_matches_the_formula(submission, mistakes, rng):
+    check_module(submission, mistakes, rng, "ScaledDotAttention")
+
+
+@check(
+    points=0.25,
+    grade_id="check_scaled_dot",
+    requires=("test_scaled_dot_matches_the_formula",),
+)
+def test_scaled_dot_weights_and_no_parameters(submission, mistakes, rng):
+    name = "ScaledDotAttention"
+    check_softmax_and_context(*check_module(submission, mistakes, rng, name), name)
+    dim = int(rng.integers(3, 30))
+    state = submission.call(name, dim).call("state_dict")
+    ensure(state == {}, f"ScaledDotAttention should have no parameters, has {sorted(state)}")
+
+
+# -- parameter counts ----------------------------------------------------------------------------
+@check(points=1.0, grade_id="check_parameter_counts")
+def test_parameter_counts_match_the_modules(submission, mistakes, rng):
+    """The counts equal the formula and the parameters of the student's own modules."""
+    for _ in range(2):
+        _, _, enc, dec, attn = sizes(rng)
+        what = f"attention_parameter_counts({enc}, {dec}, {attn})"
+        answer = call_checked(submission, mistakes, "attention_parameter_counts", enc, dec, attn)
+        expected = ref.attention_parameter_counts(enc, dec, attn)
+        ensure(
+            isinstance(answer.value, dict)
+            and sorted(answer.value) == sorted(expected)
+            and all(is_int(v) for v in answer.value.values()),
+            f"{what} should be a dict of ints with the keys {sorted(expected)}, got "
+            f"{answer.value!r}"[:300],
+        )
+        expect_equal(answer.value, expected, what, answer.candidates)
+        for name, key in (
+            ("AdditiveAttention", "additive"),
+            ("MultiplicativeAttention", "multiplicative"),
+        ):
+            state = submission.call(name, *init_args(name, enc, dec, attn)).call("state_dict")
+            own = sum(int(np.prod(as_array(v, k).shape)) for k, v in state.items())
+            ensure(
+                own == answer.value[key],
+                f"{what}[{key!r}] is {answer.value[key]}, but your {name} has {own} parameters",
+            )
+
+
+# -- the pointer task ----------------------------------------------------------------------------
+@check(points=0.75, grade_id="check_pointer_task")
+def test_pointer_task_data(submission, mistakes, rng):
+    n, length, dim = distinct_sizes(rng, 3, 3, 40)
+    seed = int(rng.integers(0, 10_000))
+    what = f"make_pointer_task({n}, seq_len={length}, dim={dim}, seed={seed})"
+
+    def data(seed: int):
+        value = expect_tuple(
+            submission.call("make_pointer_task", n, seq_len=length, dim=dim, seed=seed), 3, what
+        )
+        return [as_array(v, f"{what}[{i}]", allow=("tensor",)) for i, v in enumerate(value)]
+
+    annotations, states, targets = data(seed)
+    expect_shape(annotations, (n, length, dim), f"the annotations of {what}")
+    expect_shape(states, (n, dim), f"the states of {what}")
+    expect_shape(targets, (n,), f"the targets of {what}")
+    ensure(
+        annotations.dtype == states.dtype == np.float32 and targets.dtype == np.int64,
+        f"{what}: annotations and states should be float32, targets int64 (long); got "
+        f"{annotations.dtype}, {states.dtype}, {targets.dtype}",
+    )
+    scores = np.einsum("nsd,nd->ns", annotations.astype(np.float64), states.astype(np.float64))
+    named = mistakes["targets_argmin"] if np.array_equal(targets, scores.argmin(1)) else None
+    ensure(
+        np.array_equal(targets, scores.argmax(1)),
+        f"{what}: each target should be the annotation the state points to "
+        "(the largest dot product annotations[j, i] . states[j])",
+        mistake=named,
+    )
+    values = np.concatenate([annotations.ravel(), states.ravel()])
+    ensure(
+        abs(values.mean()) < 0.1 and abs(values.std() - 1) < 0.1,
+        f"{what}: annotations and states should be standard normal; got mean "
+        f"{values.mean():.3f}, std {values.std():.3f}",
+    )
+    again, other = data(seed), data(seed + 1)
+    ensure(
+        all(
+            np.array_equal(a, b) for a, b in zip(again, (annotations, states, targets), strict=True)
+        ),
+        f"{what} should return the same data for the same seed",
+    )
+    ensure(not np.array_equal(other[0], annotations), "a different seed should give other data")
+
+
+# -- training ------------------------------------------------------------------------------------
+TRAIN_TASK = (2000, 0)  # n_samples and seed of the training task, as in the contract
+HELD_OUT = ref.make_pointer_task(500, seed=1)
+# Thresholds below what correct solutions reach (reference over 10 seeds: multiplicative
+# 0.908-0.924, additive 0.422-0.512 on the held-out task; the contract says 0.85 and 0.35).
+THRESHOLDS = {"MultiplicativeAttention": 0.85, "AdditiveAttention": 0.35}
+
+
+def trained(submission, name: str, args: tuple, seed: int, start: dict | None = None):
+    """The student's module (holding `start`'s weights, if given) trained by the student's
+    train_pointer on the training task."""
+    module = submission.call(name, *args)
+    if start is not None:
+        load_into(module, start)
+    annotations, states, targets = ref.make_pointer_task(TRAIN_TASK[0], seed=TRAIN_TASK[1])
+    history = submission.call(
+        "train_pointer", module, annotations, states, targets, seed=seed, timeout=120
+    )
+    return module, history
+
+
+def parent_copy(module, name: str, args: tuple) -> torch.nn.Module:
+    """The reference class holding the student's (trained) weights, here in the parent."""
+    state = {k: torch.as_tensor(as_array(v, k)) for k, v in module.call("state_dict").items()}
+    copy = getattr(ref, name)(*args)
+    copy.load_state_dict(state, strict=False)
+    return copy.eval()
+
+
+def held_out_accuracy(module, name: str, args: tuple) -> float:
+    """The accuracy of the student's trained weights, measured here by the reference class."""
+    annotations, states, targets = HELD_OUT
+    with torch.no_grad():
+        copy = parent_copy(module, name, args).double()
+        weights = copy(annotations.double(), states.double())[1]
+    return float((weights.argmax(-1) == targets).double().mean())
+
+
+@check(points=1.0, grade_id="check_training")
+def test_train_pointer_learns_the_task(submission, seed):
+    for name, args in (("MultiplicativeAttention", (16, 16)), ("AdditiveAttention", (16, 16, 64))):
+        module, _ = trained(submission, name, args, seed % 1000)
+        accuracy = held_out_accuracy(module, name, args)
+        ensure(
+            accuracy >= THRESHOLDS[name],
+            f"{name}{args} trained with train_pointer's defaults on make_pointer_task(2000, "
+            f"seed=0) should point to the target in at least {THRESHOLDS[name]:.0%} of a held-out "
+            f"task; it reached {accuracy:.1%}",
+        )
+
+
+@check(
+    points=0.5,
+    grade_id="check_training",
+    requires=("test_train_pointer_learns_the_task",),
+)
+def test_train_pointer_reports_the_sample_weighted_loss(submission, mistakes, rng):
+    """At lr=0 nothing changes, so every epoch's sample-weighted mean loss is the negative
+    log-likelihood of the untrained module, computed here (n not divisible by batch_size)."""
+    n, batch_size = 150, 64
+    annotations, states, targets = ref.make_pointer_task(n, seed=int(rng.integers(0, 10_000)))
+    module = submission.call("MultiplicativeAttention", 16, 16)
+    # small weights: scores of order 1, no weight near 0, so that every formulation the
+    # contract allows (clamped log, log + eps, log-softmax of the scores) gives the same loss
+    small = {
+        k: 0.15 * v for k, v in seeded_weights(rng, "MultiplicativeAttention", 16, 16, 0).items()
+    }
+    weights = load_into(module, small)
+    args = (annotations, states, targets)
+    settings = {"epochs": 3, "batch_size": batch_size, "lr": 0.0}
+    history = submission.call("train_pointer", module, *args, **settings)
+    parent = ref.MultiplicativeAttention(16, 16)
+    parent.load_state_dict(weights)
+    candidates = mistakes.outputs("train_pointer", parent, *args, **settings)
+    ensure(
+        isinstance(history, list) and len(history) == 3 and all(is_real(v) for v in history),
+        f"train_pointer(..., epochs=3) should return a list of 3 losses, got {history!r}"[:300],
+    )
+
+    def run(reference_module):
+        picked = reference_module(annotations.double(), states.double())[1]
+        return -np.log(picked.gather(1, targets.unsqueeze(1)).clamp_min(1e-12).numpy()).mean()
+
+    expected = module_output(ref.MultiplicativeAttention, (16, 16), weights, run)
+    expect_close(
+        np.array(history),
+        np.full(3, expected),
+        "the losses per epoch at lr=0 (each the sample-weighted mean negative log-likelihood)",
+        atol=1e-4,
+        rtol=1e-4,
+        mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
+    )
+
+
+@check(
+    points=0.25,
+    grade_id="check_training",
+    requires=("test_train_pointer_learns_the_task",),
+)
+def test_train_pointer_is_deterministic_for_a_seed(submission, rng, seed):
+    """From the same initial weights, the same seed gives the same losses."""
+    start = seeded_weights(rng, "MultiplicativeAttention", 16, 16, 0)
+    runs = [
+        trained(submission, "MultiplicativeAttention", (16, 16), seed % 1000, start)[1]
+        for _ in (0, 1)
+    ]
+    ensure(runs[0] == runs[1], "train_pointer should give the same losses for the same seed")
+
+
+@check(points=0.25, grade_id="check_training")
+def test_pointer_accuracy_of_a_trained_module(submission, mistakes, seed):
+    module, _ = trained(submission, "MultiplicativeAttention", (16, 16), seed % 1000)
+    value = submission.call("pointer_accuracy", module, *HELD_OUT)
+    expected = held_out_accuracy(module, "MultiplicativeAttention", (16, 16))
+    parent = parent_copy(module, "MultiplicativeAttention", (16, 16))
+    candidates = mistakes.outputs("pointer_accuracy", parent, *HELD_OUT)
+    named = next(
+        (m for m, out in candidates if is_real(out) and is_real(value) and abs(out - value) < 1e-6),
+        None,
+    )
+    ensure(
+        is_real(value) and abs(float(value) - expected) < 1e-6,
+        f"pointer_accuracy of a trained module should be {expected:.4f} (the fraction of "
+        f"samples whose largest weight is on the target), got {value!r}",
+        mistake=named,
+    )

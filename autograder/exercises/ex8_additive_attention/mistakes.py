@@ -1,0 +1,304 @@
+"""Named mistakes of ex8_additive_attention (each a wrong version of a contract function or
+class). The first two are in lesson 002's own AdditiveAttention snippet."""
+# ruff: noqa: F811 - every mistake redefines the function it replaces
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from autograder.authoring.catalogue import Catalogue
+
+CATALOGUE = Catalogue("ex8_additive_attention")
+
+
+# -- AdditiveAttention ---------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "softmax_over_the_singleton_axis",
+    "the softmax was taken over the last axis of scores of shape (B, S, 1), so every weight is "
+    "1: squeeze the scores to (B, S) and normalise over the S annotations",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1)))
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool().unsqueeze(-1), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights * annotations).sum(dim=1), weights.squeeze(-1)
+
+
+@CATALOGUE.mistake(
+    "tanh_missing",
+    "the tanh is missing: score_i = v^T tanh(W_h h_i + W_s s)",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(self.W_h(annotations) + self.W_s(state).unsqueeze(1)).squeeze(-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "state_not_broadcast",
+    "the decoder state's projection W_s s was not broadcast over the S annotations "
+    "(unsqueeze it to (B, 1, attn_dim))",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state))).squeeze(-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "mask_after_softmax",
+    "the mask was applied after the softmax: the kept weights no longer sum to 1 (block the "
+    "scores with -inf before the softmax)",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        features = torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))
+        weights = F.softmax(self.v(features).squeeze(-1), dim=-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask.bool(), 0.0)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "mask_polarity_flipped",
+    "the mask was read the wrong way round: True means the annotation may be attended to",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        features = torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))
+        scores = self.v(features).squeeze(-1)
+        if mask is not None:
+            scores = scores.masked_fill(mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+# -- MultiplicativeAttention ---------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "general_score_scaled",
+    "Luong's general score s^T W_a h_i has no scaling: it was divided by sqrt(dec_dim)",
+    check="test_multiplicative_matches_the_reference_on_its_weights",
+)
+class MultiplicativeAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        scores = scores / math.sqrt(state.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "softmax_over_the_batch",
+    "the softmax normalised over the batch axis instead of over the S annotations",
+    check="test_multiplicative_matches_the_reference_on_its_weights",
+)
+class MultiplicativeAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=0)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+# -- ScaledDotAttention --------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "dot_not_scaled",
+    "the dot product was not divided by sqrt(dim)",
+    check="test_scaled_dot_matches_the_formula",
+)
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, annotations, state, mask=None):
+        scores = (annotations * state.unsqueeze(1)).sum(dim=-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "dot_divided_by_dim",
+    "the dot product was divided by dim instead of sqrt(dim)",
+    check="test_scaled_dot_matches_the_formula",
+)
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, annotations, state, mask=None):
+        scores = (annotations * state.unsqueeze(1)).sum(dim=-1) / self.dim
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+# -- attention_parameter_counts ------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "count_forgets_the_bias",
+    "the additive count forgets the bias of W_s (attn_dim more parameters)",
+    check="test_parameter_counts_match_the_modules",
+)
+def attention_parameter_counts(enc_dim, dec_dim, attn_dim):
+    return {
+        "additive": enc_dim * attn_dim + dec_dim * attn_dim + attn_dim,
+        "multiplicative": enc_dim * dec_dim,
+        "dot": 0,
+    }
+
+
+@CATALOGUE.mistake(
+    "multiplicative_count_with_a_bias",
+    "the multiplicative count adds a bias that W_a does not have (bias=False)",
+    check="test_parameter_counts_match_the_modules",
+)
+def attention_parameter_counts(enc_dim, dec_dim, attn_dim):
+    return {
+        "additive": enc_dim * attn_dim + dec_dim * attn_dim + attn_dim + attn_dim,
+        "multiplicative": enc_dim * dec_dim + dec_dim,
+        "dot": 0,
+    }
+
+
+# -- make_pointer_task ---------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "targets_argmin",
+    "the target is the annotation with the smallest dot product instead of the largest",
+    check="test_pointer_task_data",
+)
+def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    annotations = torch.randn(n_samples, seq_len, dim, generator=generator)
+    states = torch.randn(n_samples, dim, generator=generator)
+    targets = (annotations * states.unsqueeze(1)).sum(dim=-1).argmin(dim=-1)
+    return annotations, states, targets
+
+
+# -- train_pointer -------------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "batch_losses_not_weighted",
+    "the epoch loss is the plain mean of the batch losses: weight each by its number of "
+    "samples (the last batch may be smaller)",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    order_generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history = []
+    for _ in range(epochs):
+        order = torch.randperm(len(targets), generator=order_generator)
+        losses = []
+        for start in range(0, len(targets), batch_size):
+            rows = order[start : start + batch_size]
+            _, weights = module(annotations[rows], states[rows])
+            picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+            loss = -torch.log(picked.clamp_min(1e-12)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        history.append(sum(losses) / len(losses))
+    return history
+
+
+@CATALOGUE.mistake(
+    "log_likelihood_not_negated",
+    "the loss is the log-likelihood itself, not its negative: training pushes the target's "
+    "weight down",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    order_generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history = []
+    for _ in range(epochs):
+        order = torch.randperm(len(targets), generator=order_generator)
+        total = 0.0
+        for start in range(0, len(targets), batch_size):
+            rows = order[start : start + batch_size]
+            _, weights = module(annotations[rows], states[rows])
+            picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+            loss = torch.log(picked.clamp_min(1e-12)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(rows)
+        history.append(total / len(targets))
+    return history
+
+
+# -- pointer_accuracy ----------------------------------------------------------------------------
+@CATALOGUE.mistake(
+    "accuracy_in_percent",
+    "the accuracy is a fraction between 0 and 1, not a percentage",
+    check="test_pointer_accuracy_of_a_trained_module",
+)
+def pointer_accuracy(module, annotations, states, targets):
+    module.eval()
+    with torch.no_grad():
+        _, weights = module(annotations, states)
+    return 100.0 * float((weights.argmax(dim=-1) == targets).float().mean())
