@@ -133,7 +133,7 @@ def test_killed_at_every_point_then_resumed_equals_one_uninterrupted_run(templat
 
 
 def descendants(pid: int) -> set[int]:
-    from autograder.sandbox.process import children_by_parent
+    from autograder.sandbox.inside.supervisor import children_by_parent
 
     tree, found, todo = children_by_parent(), set(), [pid]
     while todo:

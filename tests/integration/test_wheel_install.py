@@ -36,7 +36,8 @@ def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path)
         [
             str(python),
             "-c",
-            "import autograder.exercises.ex1_numpy_attention.reference as r; print(r.__file__)",
+            "import autograder, autograder.exercises.ex1_numpy_attention.reference\n"
+            "print(autograder.__file__)",
         ],
         cwd=tmp_path,
         capture_output=True,
