@@ -38,10 +38,17 @@ def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> s
         module = reference_module(exercise)
         setup = lambda: solutions.setup_source(module)  # noqa: E731
         solution = lambda name: solutions.solution_source(module, name)  # noqa: E731
+        given = lambda name: solutions.given_source(module, name)  # noqa: E731
     else:
         setup, solution = (lambda: "pass"), (lambda name: f"{name} = None")
+        given = solution
     return template.render(
-        exercise=exercise, lang=lang, ko=lang == "ko", setup=setup, solution=solution
+        exercise=exercise,
+        lang=lang,
+        ko=lang == "ko",
+        setup=setup,
+        solution=solution,
+        given=given,
     )
 
 

@@ -52,13 +52,32 @@ def setup_source(module: ModuleType) -> str:
     return source + ONE_THREAD if imports_torch else source
 
 
+def given_names(module: ModuleType) -> tuple[str, ...]:
+    """Functions a reference module hands to students whole (its `GIVEN`): shown complete in
+    a locked cell (`{{ given("name") }}`), not a solution cell; e.g. ex7's `apply_rope`, the
+    rotation of ex6, which ex7 uses but does not ask for again."""
+    return tuple(getattr(module, "GIVEN", ()))
+
+
 def public_names(module: ModuleType) -> list[str]:
-    """Public functions and classes of a reference module, in source order."""
+    """Public functions and classes of a reference module that students write (solution
+    cells), in source order."""
+    given = given_names(module)
     return [
         node.name
         for node in parse(module).tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        and not node.name.startswith("_")
+        and node.name not in given
     ]
+
+
+def given_source(module: ModuleType, name: str) -> str:
+    """The whole definition of a given function, for a locked cell."""
+    if name not in given_names(module):
+        raise KeyError(f"{module.__name__} does not give {name!r} (add it to GIVEN)")
+    node = _definition(module, name)
+    return "\n".join(parse(module).segment(_start(node), _end(node)))
 
 
 def _definition(module: ModuleType, name: str) -> ast.FunctionDef | ast.ClassDef:

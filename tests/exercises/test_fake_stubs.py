@@ -66,11 +66,40 @@ def _fake_of(value, kind, args, kwargs):
 """
 
 
+# A class that is not an nn.Module (ex7's KVCache): every public attribute it gives, method
+# results and properties alike, faked (or raising), and its length too.
+PLAIN_CLASS_FAKE = """
+class {target}({target}):
+    def __getattribute__(self, name):
+        value = super().__getattribute__(name)
+        if name.startswith("_"):
+            return value
+        if {kind!r} == "raising":
+            raise ValueError("fake")
+        if callable(value):
+            return lambda *a, **k: _fake_of(value(*a, **k), {kind!r}, a, k)
+        return _fake_of(value, {kind!r}, (), {{}})
+
+    def __len__(self):
+        if {kind!r} == "raising":
+            raise ValueError("fake")
+        return _fake_of(super().__len__(), {kind!r}, (), {{}})
+"""
+
+
+def _is_module(cls: type) -> bool:
+    import torch.nn as nn
+
+    return issubclass(cls, nn.Module)
+
+
 def fake_source(exercise: str, target: str, kind: str) -> str:
     """The cell that replaces `target`'s solution cell: the reference, wrapped by the fake."""
     implementation = getattr(reference_module(exercise), target)
     reference = inspect.getsource(implementation)
-    if inspect.isclass(implementation):
+    if inspect.isclass(implementation) and not _is_module(implementation):
+        wrapper = PLAIN_CLASS_FAKE.format(target=target, kind=kind)
+    elif inspect.isclass(implementation):
         body = (
             "raise ValueError('fake')"
             if kind == "raising"

@@ -163,6 +163,24 @@ def batch_recorder(model):
     return BatchRecorder(model)
 
 
+def positions_through(function, model, path, *args):
+    """[function(model, *args), n]: n is the number of token positions (per batch row: the
+    second-to-last axis of each input) that went through `model`'s submodule `path` (a dotted
+    name such as "attn.W_k") while the function ran, seen by a forward hook on that submodule."""
+    seen = [0]
+
+    def count(module, inputs):
+        shape = tuple(getattr(inputs[0], "shape", ())) if inputs else ()
+        seen[0] += int(shape[-2]) if len(shape) >= 2 else 0
+
+    hook = model.get_submodule(path).register_forward_pre_hook(count)
+    try:
+        result = function(model, *args)
+    finally:
+        hook.remove()
+    return [result, seen[0]]
+
+
 def gradients(module) -> dict:
     """Each parameter's .grad (None where there is none): for diagnosing a training loop."""
     return {
@@ -213,3 +231,4 @@ PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
+PROBES["positions_through"] = positions_through

@@ -1,0 +1,437 @@
+"""Hidden checks of ex7_kv_cache (8 points).
+
+Cached decoding must equal full recomputation in every split of a sequence (all at once, one
+token at a time, a prefill then chunks and single tokens), with grouped K/V heads, on the
+student's own weights and the student's own cache; the cache must hold K after RoPE; the number
+of token positions a hook on W_k sees during the student's own `generate` must equal the
+student's formula and the contract's.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+import torch
+
+from autograder.authoring.check import check
+from autograder.authoring.expect import (
+    as_array,
+    call_checked,
+    ensure,
+    expect_close,
+    expect_equal,
+    expect_raises,
+    expect_shape,
+    fail,
+    is_int,
+)
+from autograder.authoring.inputs import distinct_sizes
+from autograder.authoring.modules import load_into, module_output, module_outputs, without_raised
+from autograder.core.errors import StudentError
+from autograder.exercises.ex7_kv_cache import reference as ref
+
+pytestmark = pytest.mark.ex7
+
+ATOL = 1e-5  # the contract's tolerance in float32
+TARGET = "CachedSelfAttention"
+
+
+def attention_sizes(rng: np.random.Generator) -> tuple[int, int, int, int, int]:
+    """(B, L, d_model, n_heads, n_kv_heads): g = n_heads / n_kv_heads >= 2 and n_kv_heads >= 2
+    (so that repeat and repeat_interleave differ), head_dim even, B, L, heads all different."""
+    while True:
+        n_kv, group = (int(v) for v in rng.choice([2, 3], size=2, replace=False))
+        head_dim = 2 * int(rng.integers(2, 5))
+        batch, length = distinct_sizes(rng, 2, 2, 9)
+        n_heads = n_kv * group
+        if len({batch, length + 3, n_heads, n_kv, head_dim}) == 5:
+            return batch, length + 3, n_heads * head_dim, n_heads, n_kv
+
+
+def shapes(d_model: int, n_heads: int, n_kv_heads: int) -> dict[str, tuple[int, int]]:
+    head_dim = d_model // n_heads
+    return {
+        "W_q.weight": (n_heads * head_dim, d_model),
+        "W_k.weight": (n_kv_heads * head_dim, d_model),
+        "W_v.weight": (n_kv_heads * head_dim, d_model),
+        "W_o.weight": (d_model, n_heads * head_dim),
+    }
+
+
+def seeded(rng, layout: Mapping[str, tuple[int, ...]]) -> dict[str, torch.Tensor]:
+    """Weights that give scores of order 1 (nn.Linear's init gives nearly uniform attention)."""
+    return {
+        key: torch.from_numpy(rng.normal(scale=1.2 / np.sqrt(shape[-1]), size=shape)).float()
+        for key, shape in layout.items()
+    }
+
+
+def splits(rng, length: int) -> dict[str, list[int]]:
+    """Ways to feed `length` tokens: chunk sizes that add up to it."""
+    prefill = int(rng.integers(2, length - 1))
+    chunk = int(rng.integers(2, length - prefill + 1)) if length - prefill >= 2 else 1
+    rest = length - prefill - chunk
+    return {
+        "all at once": [length],
+        "one token at a time": [1] * length,
+        f"a prefill of {prefill} then single tokens": [prefill] + [1] * (length - prefill),
+        f"a prefill of {prefill}, a chunk of {chunk}, then single tokens": [prefill, chunk]
+        + [1] * rest,
+    }
+
+
+def student_module(submission, rng, sizes) -> tuple:
+    d_model, n_heads, n_kv = sizes
+    module = submission.call(TARGET, d_model, n_heads, n_kv)
+    state = module.call("state_dict")
+    missing = sorted(set(shapes(*sizes)) - set(state if isinstance(state, dict) else {}))
+    ensure(
+        not missing,
+        f"{TARGET}{sizes} should have the submodules W_q, W_k, W_v, W_o (bias=False); its "
+        f"state_dict lacks {missing}",
+    )
+    return module, load_into(module, seeded(rng, shapes(*sizes)))
+
+
+def fed_in_pieces(module, x: torch.Tensor, pieces: list[int], cache) -> np.ndarray:
+    """The outputs of `module` fed x in consecutive chunks of the given sizes, one cache."""
+    outputs, start = [], 0
+    for size in pieces:
+        out = module(x[:, start : start + size], cache)
+        outputs.append(as_array(out, f"the output for tokens {start}..{start + size - 1}"))
+        start += size
+    return np.concatenate(outputs, axis=1)
+
+
+def student_pieces(submission, module, x, pieces: list[int], what: str) -> np.ndarray:
+    cache = submission.call("KVCache")
+    outputs, start = [], 0
+    for size in pieces:
+        out = as_array(
+            module(x[:, start : start + size], cache=cache),
+            f"{what}: the output for tokens {start}..{start + size - 1}",
+            allow=("tensor",),
+        )
+        expect_shape(out, (x.shape[0], size, x.shape[2]), f"{what}: the output of a chunk")
+        outputs.append(out)
+        start += size
+    return np.concatenate(outputs, axis=1)
+
+
+# -- KVCache -------------------------------------------------------------------------------------
+@check(points=1.0, grade_id="check_kv_cache")
+def test_kv_cache_appends_along_time(submission, mistakes, rng):
+    batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
+    k1, v1 = (torch.from_numpy(rng.normal(size=(batch, heads, first, head_dim))) for _ in "kv")
+    k2, v2 = (torch.from_numpy(rng.normal(size=(batch, heads, second, head_dim))) for _ in "kv")
+    cache = submission.call("KVCache")
+    ensure(
+        cache.getattr("k") is None and cache.getattr("v") is None and cache.call("__len__") == 0,
+        "an empty KVCache should have k = v = None and len 0",
+    )
+    candidates: list = []
+    for mistake in mistakes.for_target("KVCache"):
+        wrong = mistake.bound("ex7_kv_cache")()
+        try:
+            wrong.append(k1, v1)
+            wrong.append(k2, v2)
+            candidates.append((mistake, (wrong.k, len(wrong))))
+        except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
+            candidates.append((mistake, type(error).__name__))
+    try:
+        cache.call("append", k1, v1)
+        cache.call("append", k2, v2)
+    except StudentError as error:
+        raised = next((m for m, out in candidates if out == error.type), None)
+        fail(f"appending keys of {first} then {second} positions: {error}", mistake=raised)
+    candidates = [(m, out) for m, out in candidates if isinstance(out, tuple)]
+    expected_k, expected_v = torch.cat([k1, k2], dim=2), torch.cat([v1, v2], dim=2)
+    what = f"cache.k after appending keys of {first} then {second} positions"
+    expect_close(
+        as_array(cache.getattr("k"), what, allow=("tensor",)),
+        expected_k,
+        what,
+        atol=0,
+        rtol=0,
+        mistakes=[(m, out[0]) for m, out in candidates],
+    )
+    expect_close(as_array(cache.getattr("v"), "cache.v", allow=("tensor",)), expected_v, "cache.v")
+    length = cache.call("__len__")
+    named = next(
+        (m for m, out in candidates if out[1] == length and out[1] != first + second), None
+    )
+    ensure(
+        length == first + second,
+        f"len(cache) should be the number of cached positions, {first + second}; got {length}",
+        mistake=named,
+    )
+
+
+# -- CachedSelfAttention -------------------------------------------------------------------------
+@check(points=1.0, grade_id="check_cached_attention")
+def test_cached_attention_matches_the_reference_without_a_cache(submission, mistakes, rng):
+    batch, length, *sizes = attention_sizes(rng)
+    module, weights = student_module(submission, rng, tuple(sizes))
+    x = torch.from_numpy(rng.normal(size=(batch, length, sizes[0]))).float()
+
+    def run(reference_module):
+        return reference_module(x.double()).numpy()
+
+    what = f"{TARGET}{tuple(sizes)}(x) without a cache on its own weights, x {tuple(x.shape)}"
+    out = as_array(module(x), what, allow=("tensor",))
+    expect_close(
+        out,
+        module_output(ref.CachedSelfAttention, tuple(sizes), weights, run),
+        what,
+        atol=1e-4,
+        rtol=1e-4,
+        mistakes=without_raised(module_outputs(mistakes, TARGET, tuple(sizes), weights, run)),
+    )
+
+
+@check(
+    points=1.5,
+    grade_id="check_cached_attention",
+    requires=("test_cached_attention_matches_the_reference_without_a_cache",),
+)
+def test_cached_attention_every_split_equals_the_whole(submission, mistakes, rng):
+    batch, length, *sizes = attention_sizes(rng)
+    module, weights = student_module(submission, rng, tuple(sizes))
+    x = torch.from_numpy(rng.normal(size=(batch, length, sizes[0]))).float()
+    whole = as_array(module(x), "the output without a cache", allow=("tensor",))
+    for name, pieces in splits(rng, length).items():
+
+        def run(reference_module, pieces=pieces):
+            return fed_in_pieces(reference_module, x.double(), pieces, ref.KVCache())
+
+        what = f"{TARGET}{tuple(sizes)} fed {name} with a KVCache"
+        try:
+            got = student_pieces(submission, module, x, pieces, what)
+        except StudentError as error:
+            fail(f"{what}: {error}")
+        expect_close(
+            got,
+            whole,
+            f"{what}, against the same sequence without a cache",
+            atol=ATOL,
+            rtol=ATOL,
+            mistakes=without_raised(module_outputs(mistakes, TARGET, tuple(sizes), weights, run)),
+        )
+
+
+@check(
+    points=0.5,
+    grade_id="check_cached_attention",
+    requires=("test_cached_attention_matches_the_reference_without_a_cache",),
+)
+def test_cached_attention_fills_the_cache(submission, mistakes, rng):
+    """After a prefill the cache holds every position's K after RoPE (and V), for the K/V
+    heads only."""
+    batch, length, *sizes = attention_sizes(rng)
+    module, weights = student_module(submission, rng, tuple(sizes))
+    x = torch.from_numpy(rng.normal(size=(batch, length, sizes[0]))).float()
+    cache = submission.call("KVCache")
+    module(x[:, :-1], cache=cache)
+    module(x[:, -1:], cache=cache)
+    ensure(
+        cache.call("__len__") == length,
+        f"after {length} tokens len(cache) should be {length}, got {cache.call('__len__')!r}",
+    )
+
+    def cached(reference_module):
+        store = ref.KVCache()
+        reference_module(x[:, :-1].double(), store)
+        reference_module(x[:, -1:].double(), store)
+        return store.k.numpy()
+
+    expected = module_output(ref.CachedSelfAttention, tuple(sizes), weights, cached)
+    what = "cache.k after feeding a sequence (the keys of the K/V heads, after RoPE)"
+    expect_close(
+        as_array(cache.getattr("k"), what, allow=("tensor",)),
+        expected,
+        what,
+        atol=1e-4,
+        rtol=1e-4,
+        mistakes=without_raised(module_outputs(mistakes, TARGET, tuple(sizes), weights, cached)),
+    )
+
+
+@check(
+    points=0.5,
+    grade_id="check_cached_attention",
+    requires=("test_cached_attention_matches_the_reference_without_a_cache",),
+)
+def test_cached_attention_projections_and_sizes(submission, mistakes, rng):
+    _, _, d_model, n_heads, n_kv = attention_sizes(rng)
+    for given, kv in ((n_kv, n_kv), (None, n_heads)):
+        state = submission.call(TARGET, d_model, n_heads, given).call("state_dict")
+        for key, shape in shapes(d_model, n_heads, kv).items():
+            named = (
+                mistakes["default_is_one_kv_head"]
+                if given is None and key == "W_k.weight"
+                else None
+            )
+            expect_shape(
+                as_array(state[key], key),
+                shape,
+                f"{key} of {TARGET}({d_model}, {n_heads}, n_kv_heads={given})",
+                mistake=named,
+            )
+        ensure(not [k for k in state if k.endswith("bias")], "the projections should have no bias")
+    for args, why in (
+        ((d_model + 1, n_heads, n_kv), "d_model is not divisible by n_heads"),
+        ((d_model, n_heads, n_heads - 1), "n_heads is not divisible by n_kv_heads"),
+    ):
+        expect_raises(
+            submission, mistakes, TARGET, "ValueError", *args, what=f"{TARGET}{args}", why=why
+        )
+
+
+# -- TinyLM --------------------------------------------------------------------------------------
+def tinylm_layout(vocab: int, d_model: int, n_heads: int, n_kv: int) -> dict:
+    layout: dict[str, tuple[int, ...]] = {
+        f"attn.{k}": v for k, v in shapes(d_model, n_heads, n_kv).items()
+    }
+    layout.update(
+        {"embed.weight": (vocab, d_model), "head.weight": (vocab, d_model), "head.bias": (vocab,)}
+    )
+    return layout
+
+
+def tinylm_sizes(rng) -> tuple[int, int, int, int]:
+    _, _, d_model, n_heads, n_kv = attention_sizes(rng)
+    vocab = int(rng.integers(20, 40))
+    return vocab, d_model, n_heads, n_kv
+
+
+@check(points=1.0, grade_id="check_tinylm")
+def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
+    sizes = tinylm_sizes(rng)
+    model = submission.call("TinyLM", *sizes)
+    state = model.call("state_dict")
+    missing = sorted(set(tinylm_layout(*sizes)) - set(state))
+    ensure(not missing, f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)")
+    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)))
+    tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(3, 7)))
+
+    def run(reference_model):
+        return reference_model(tokens).numpy()
+
+    what = f"TinyLM{sizes}(tokens) on its own weights"
+    expect_close(
+        as_array(model(tokens), what, allow=("tensor",)),
+        module_output(ref.TinyLM, sizes, weights, run),
+        what,
+        atol=1e-4,
+        rtol=1e-4,
+        mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run)),
+    )
+
+
+# -- generate ------------------------------------------------------------------------------------
+def decoding_setup(submission, rng):
+    sizes = tinylm_sizes(rng)
+    model = submission.call("TinyLM", *sizes)
+    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)))
+    prompt = torch.from_numpy(rng.integers(0, sizes[0], size=(2, int(rng.integers(3, 7)))))
+    return sizes, model, weights, prompt
+
+
+@check(points=1.0, grade_id="check_generate")
+def test_generate_matches_the_reference(submission, mistakes, rng):
+    sizes, model, weights, prompt = decoding_setup(submission, rng)
+    n_new = int(rng.integers(4, 9))
+    for use_cache in (True, False):
+
+        def run(reference_model, use_cache=use_cache):
+            return ref.generate(reference_model, prompt, n_new, use_cache=use_cache).numpy()
+
+        expected = module_output(ref.TinyLM, sizes, weights, run, dtype=torch.float32)
+        what = f"generate(model, prompt {tuple(prompt.shape)}, {n_new}, use_cache={use_cache})"
+        got = as_array(
+            submission.call("generate", model, prompt, n_new, use_cache=use_cache),
+            what,
+            allow=("tensor",),
+        )
+        candidates = []
+        for mistake in mistakes.for_target("generate"):
+            wrong_generate = mistake.bound("ex7_kv_cache")
+
+            def wrong(reference_model, g=wrong_generate, use_cache=use_cache):
+                return g(reference_model, prompt, n_new, use_cache).numpy()
+
+            try:
+                output = module_output(ref.TinyLM, sizes, weights, wrong, dtype=torch.float32)
+            except Exception:  # noqa: BLE001 - a mistake that raises names nothing here
+                continue
+            candidates.append((mistake, output))
+        expect_close(got, expected, what, atol=0, rtol=0, mistakes=candidates)
+
+
+@check(
+    points=0.5,
+    grade_id="check_generate",
+    requires=("test_generate_matches_the_reference",),
+)
+def test_generate_with_and_without_the_cache_agree(submission, rng):
+    _, model, _, prompt = decoding_setup(submission, rng)
+    n_new = int(rng.integers(6, 12))
+    cached = submission.call("generate", model, prompt, n_new, use_cache=True)
+    recomputed = submission.call("generate", model, prompt, n_new, use_cache=False)
+    expect_close(
+        as_array(cached, "generate with the cache", allow=("tensor",)),
+        as_array(recomputed, "generate without", allow=("tensor",)),
+        f"generate(..., {n_new}) with the cache against without it",
+        atol=0,
+        rtol=0,
+    )
+
+
+# -- kv_projections ------------------------------------------------------------------------------
+@check(points=0.5, grade_id="check_kv_projections")
+def test_kv_projections_match_the_formula(submission, mistakes, rng):
+    for prompt_len, n_new in ((int(rng.integers(3, 50)), int(rng.integers(2, 40))), (7, 1)):
+        for use_cache in (True, False):
+            what = f"kv_projections({prompt_len}, {n_new}, use_cache={use_cache})"
+            answer = call_checked(
+                submission, mistakes, "kv_projections", prompt_len, n_new, use_cache
+            )
+            ensure(is_int(answer.value), f"{what} should be an int, got {answer.value!r}")
+            expect_equal(
+                answer.value,
+                ref.kv_projections(prompt_len, n_new, use_cache),
+                what,
+                answer.candidates,
+            )
+
+
+@check(
+    points=0.5,
+    grade_id="check_kv_projections",
+    requires=("test_kv_projections_match_the_formula", "test_generate_matches_the_reference"),
+)
+def test_kv_projections_match_a_hook_on_W_k(submission, mistakes, rng):
+    _, model, _, prompt = decoding_setup(submission, rng)
+    generate = submission.module_getattr("generate")
+    n_new = int(rng.integers(4, 10))
+    for use_cache in (True, False):
+        _, seen = submission.probe(
+            "positions_through", generate, model, "attn.W_k", prompt, n_new, use_cache
+        )
+        formula = submission.call("kv_projections", prompt.shape[1], n_new, use_cache)
+        expected = ref.kv_projections(prompt.shape[1], n_new, use_cache)
+        wrong_generate = next(
+            (
+                m
+                for m in mistakes.for_target("generate")
+                if m.id == "whole_sequence_fed_with_the_cache"
+            ),
+            None,
+        )
+        fed_whole = sum(prompt.shape[1] + step for step in range(n_new))
+        ensure(
+            seen == formula == expected,
+            f"generate(..., {n_new}, use_cache={use_cache}) sent {seen} token positions through "
+            f"W_k; your kv_projections says {formula}, the contract {expected}",
+            mistake=wrong_generate if use_cache and seen == fed_whole else None,
+        )

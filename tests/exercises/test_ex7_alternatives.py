@@ -1,0 +1,99 @@
+"""Correct ex7_kv_cache solutions in other styles than the reference's score full marks: a
+cache that preallocates and grows, PyTorch's fused attention with an explicit offset mask, and
+generation that keeps the last logits."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.grading.runner import grade_notebook
+from tests.conftest import source_notebook, write_notebook
+
+pytestmark = pytest.mark.ex7
+
+CACHE_LIST = """
+class KVCache:
+    def __init__(self):
+        self.keys, self.values = [], []
+
+    def append(self, k, v):
+        self.keys.append(k)
+        self.values.append(v)
+
+    @property
+    def k(self):
+        return torch.cat(self.keys, dim=-2) if self.keys else None
+
+    @property
+    def v(self):
+        return torch.cat(self.values, dim=-2) if self.values else None
+
+    def __len__(self):
+        return sum(k.shape[-2] for k in self.keys)
+"""
+
+ATTENTION_FUSED = """
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+        super().__init__()
+        self.h = n_heads
+        self.h_kv = n_heads if n_kv_heads is None else n_kv_heads
+        if d_model % self.h != 0 or self.h % self.h_kv != 0:
+            raise ValueError("sizes do not divide")
+        self.d = d_model // self.h
+        self.base = base
+        self.W_q = nn.Linear(d_model, self.h * self.d, bias=False)
+        self.W_k = nn.Linear(d_model, self.h_kv * self.d, bias=False)
+        self.W_v = nn.Linear(d_model, self.h_kv * self.d, bias=False)
+        self.W_o = nn.Linear(self.h * self.d, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        B, T, _ = x.shape
+        start = len(cache) if cache is not None else 0
+        q = self.W_q(x).reshape(B, T, self.h, self.d).permute(0, 2, 1, 3)
+        k = self.W_k(x).reshape(B, T, self.h_kv, self.d).permute(0, 2, 1, 3)
+        v = self.W_v(x).reshape(B, T, self.h_kv, self.d).permute(0, 2, 1, 3)
+        q = apply_rope(q, offset=start, base=self.base)
+        k = apply_rope(k, offset=start, base=self.base)
+        if cache is not None:
+            cache.append(k, v)
+            k, v = cache.k, cache.v
+        g = self.h // self.h_kv
+        k = k[:, :, None].expand(B, self.h_kv, g, *k.shape[2:]).reshape(B, self.h, -1, self.d)
+        v = v[:, :, None].expand(B, self.h_kv, g, *v.shape[2:]).reshape(B, self.h, -1, self.d)
+        allowed = torch.ones(T, k.shape[2], dtype=torch.bool).tril(diagonal=start)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return self.W_o(out.permute(0, 2, 1, 3).reshape(B, T, -1))
+"""
+
+GENERATE_LOOP = """
+def generate(model, prompt, n_new, use_cache=True):
+    out = prompt.clone()
+    model.eval()
+    with torch.inference_mode():
+        if n_new == 0:
+            return out
+        cache = KVCache() if use_cache else None
+        logits = model(out, cache)
+        for i in range(n_new):
+            nxt = torch.argmax(logits[:, -1, :], dim=-1).unsqueeze(-1)
+            out = torch.cat((out, nxt), dim=-1)
+            if i + 1 < n_new:
+                logits = model(nxt, cache) if use_cache else model(out)
+    return out
+"""
+
+
+@pytest.mark.parametrize(
+    "cells",
+    [
+        pytest.param({"KVCache": CACHE_LIST}, id="list-cache"),
+        pytest.param({"CachedSelfAttention": ATTENTION_FUSED}, id="fused-attention-offset-mask"),
+        pytest.param({"generate": GENERATE_LOOP}, id="generate-keeps-last-logits"),
+    ],
+)
+def test_alternative_scores_full_marks(cells, tmp_path):
+    notebook = source_notebook("ex7_kv_cache", replace=cells)
+    report = grade_notebook(write_notebook(notebook, tmp_path / "ex7_kv_cache.ipynb"))
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert not failed and report.score == 8, failed
