@@ -391,11 +391,24 @@ def test_sentence_attention_same_word_same_weights(submission, mistakes, rng, se
 
 # -- plot_attention ----------------------------------------------------------------------------
 def heatmap_inputs(rng) -> tuple[np.ndarray, list[str]]:
-    """A non-symmetric row-stochastic (L, L) matrix and L different tokens."""
-    length = int(rng.integers(4, 9))
+    """A non-symmetric row-stochastic (L, L) matrix and L tokens in which one word occurs
+    twice, not next to itself (as in the lesson's "the cat sat on the mat"): the contract gives
+    each token its own tick, so labels drawn from a vocabulary (one per distinct word) show."""
+    length = int(rng.integers(5, 9))
     logits = rng.normal(scale=1.5, size=(length, length))
     weights = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-    return weights, [str(w) for w in rng.choice(WORDS, size=length, replace=False)]
+    tokens = [str(w) for w in rng.choice(WORDS, size=length, replace=False)]
+    first = int(rng.integers(0, length - 2))
+    second = int(rng.integers(first + 2, length))
+    tokens[second] = tokens[first]
+    return weights, tokens
+
+
+def one_label_per_word(labels: list[str], tokens: list[str]) -> bool:
+    """The labels are the distinct words of `tokens` (a vocabulary), one each, in any order."""
+    return len(labels) == len(set(labels)) == len(set(tokens)) < len(tokens) and set(labels) == set(
+        tokens
+    )
 
 
 def plotted_heatmap(submission, weights, tokens, **kwargs) -> tuple[dict, dict, dict]:
@@ -444,6 +457,8 @@ def test_plot_attention_ticks_label_cell_centres(submission, mistakes, rng):
         named = None
         if placement == "edges" and labels == expected:
             named = mistakes["ticks_at_cell_edges"]
+        elif one_label_per_word(labels, tokens):
+            named = mistakes["ticks_from_vocabulary"]
         elif axis == "y" and placement == "centres" and labels == expected[::-1]:
             named = mistakes["query_labels_reversed"]
         fail(
@@ -471,10 +486,13 @@ def test_plot_attention_has_colorbar(submission, mistakes, rng):
 
 
 # -- strongest_attention -----------------------------------------------------------------------
-def strongest_inputs(rng, tie: bool = False) -> tuple[np.ndarray, list[str], str]:
+def strongest_inputs(
+    rng, tie: bool = False, itself: bool = False
+) -> tuple[np.ndarray, list[str], str]:
     """Row-stochastic weights and tokens where `word` occurs at p < q, with the row of p, the
     column of p and the row of q peaking at three different tokens (with `tie`, the row of p
-    has its largest weight twice, at a and at a fourth token d)."""
+    has its largest weight twice, at a and at a fourth token d; with `itself`, the row of p
+    peaks on the diagonal: the word attends most to itself, and the answer is the word)."""
     length = int(rng.integers(7, 11))
     tokens = [str(w) for w in rng.choice(WORDS, size=length, replace=False)]
     positions = [int(i) for i in rng.choice(length, size=6, replace=False)]
@@ -484,6 +502,8 @@ def strongest_inputs(rng, tie: bool = False) -> tuple[np.ndarray, list[str], str
     weights[p, a], weights[b, p], weights[q, c] = 0.6, 5.0, 0.7
     if tie:
         weights[p, d] = weights[p, a]
+    if itself:
+        weights[p, p] = 0.9
     weights /= weights.sum(axis=1, keepdims=True)
     return weights, tokens, tokens[p]
 
@@ -499,6 +519,9 @@ def expect_strongest(submission, mistakes, weights, tokens, word, why: str) -> N
 def test_strongest_attention_reads_the_query_row(submission, mistakes, rng):
     weights, tokens, word = strongest_inputs(rng)
     why = f"the largest weight in the row of the first {word!r}"
+    expect_strongest(submission, mistakes, weights, tokens, word, why)
+    weights, tokens, word = strongest_inputs(rng, itself=True)
+    why = f"the largest weight in the row of the first {word!r} is on the diagonal: {word!r} itself"
     expect_strongest(submission, mistakes, weights, tokens, word, why)
 
 

@@ -477,6 +477,25 @@ def plot_attention(weights, tokens, title=None):
 
 
 @CATALOGUE.mistake(
+    "ticks_from_vocabulary",
+    "the ticks were labelled from the vocabulary (one per distinct word), not the tokens: a "
+    "word that occurs twice needs two ticks, one on each of its rows and columns",
+    check="test_plot_attention_ticks_label_cell_centres",
+)
+def plot_attention(weights, tokens, title=None):
+    figure = Figure()
+    axes = figure.subplots()
+    image = axes.imshow(np.asarray(weights))
+    vocabulary = list(dict.fromkeys(tokens))
+    axes.set_xticks(range(len(vocabulary)), labels=vocabulary)
+    axes.set_yticks(range(len(vocabulary)), labels=vocabulary)
+    if title:
+        axes.set_title(title)
+    figure.colorbar(image, ax=axes)
+    return figure
+
+
+@CATALOGUE.mistake(
     "no_colorbar", "the figure has no colorbar", check="test_plot_attention_has_colorbar"
 )
 def plot_attention(weights, tokens, title=None):
@@ -524,6 +543,21 @@ def strongest_attention(weights, tokens, word):
         raise ValueError(f"{word!r} is not one of the tokens")
     row = np.asarray(weights)[tokens.index(word)]
     return tokens[int(np.flatnonzero(row == row.max())[-1])]
+
+
+@CATALOGUE.mistake(
+    "strongest_skips_the_word_itself",
+    "the word's own position (the diagonal) was skipped: a word may attend most to itself, "
+    "and then the answer is the word",
+    check="test_strongest_attention_reads_the_query_row",
+)
+def strongest_attention(weights, tokens, word):
+    if word not in tokens:
+        raise ValueError(f"{word!r} is not one of the tokens")
+    index = tokens.index(word)
+    row = np.array(weights, dtype=float)[index]
+    row[index] = -np.inf
+    return tokens[int(np.argmax(row))]
 
 
 @CATALOGUE.mistake(

@@ -162,6 +162,44 @@ def near_bin_edge(values: np.ndarray, n_bins: int) -> np.ndarray:
     return np.min(np.abs(values[:, None] - edges[None, :]), axis=1) <= 1e-9
 
 
+def float32_bins(n_points: int, n_bins: int, period: float) -> list[np.ndarray]:
+    """The bins as two common float32 computations give them (torch's default dtype, and
+    NumPy in float32 throughout)."""
+    t = torch.arange(n_points, dtype=torch.float32)
+    v_torch = torch.sin(2 * math.pi * t / period).numpy()
+    t32 = np.arange(n_points, dtype=np.float32)
+    v_numpy = np.sin(np.float32(2 * np.pi) * t32 / np.float32(period))
+    return [
+        np.minimum(np.floor((v + np.float32(1)) / np.float32(2) * n_bins), n_bins - 1)
+        for v in (v_torch, v_numpy)
+    ]
+
+
+def float32_parting_case(rng) -> dict:
+    """A long input with an irrational period and many bins where float32 rounding puts some
+    v across a bin edge (further than the 1e-9 the check forgives) in both float32 recipes:
+    the contract says float64, and only such inputs tell the two apart."""
+    for _ in range(200):
+        n_bins = int(rng.choice([64, 100, 128, 200]))
+        period = float(rng.uniform(20.0, 90.0) * math.sqrt(2))
+        n_points = int(rng.integers(2500, 4000))
+        values = np.sin(2 * np.pi * np.arange(n_points, dtype=np.float64) / period)
+        expected = ref.discretize_sine(n_points, n_bins=n_bins, period=period).numpy()
+        forgiven = near_bin_edge(values, n_bins)
+        if all(
+            ((bins != expected) & ~forgiven).any()
+            for bins in float32_bins(n_points, n_bins, period)
+        ):
+            return {"n_points": n_points, "n_bins": n_bins, "period": period}
+    raise AssertionError("no input where float32 and float64 part was found")  # never seen
+
+
+def near_float32_edge(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """Where v lies within float32 rounding (1e-5) of an inner bin edge."""
+    edges = -1 + 2 * np.arange(1, n_bins) / n_bins
+    return np.min(np.abs(values[:, None] - edges[None, :]), axis=1) <= 1e-5
+
+
 @check(points=0.75, grade_id="check_discretize_sine")
 def test_discretize_sine_bins(submission, mistakes, rng):
     cases = [
@@ -169,9 +207,11 @@ def test_discretize_sine_bins(submission, mistakes, rng):
         # a period divisible by 4: the peaks v = 1 and v = -1 are hit
         {"n_bins": int(rng.choice([7, 12, 16, 33])), "period": float(rng.choice([20, 36, 44]))},
         {"n_bins": int(rng.choice([9, 20, 25])), "period": float(rng.choice([17.5, 23.3, 61.7]))},
+        float32_parting_case(rng),
     ]
     for kwargs in cases:
-        n_points = int(rng.integers(110, 260))
+        kwargs = dict(kwargs)
+        n_points = kwargs.pop("n_points", None) or int(rng.integers(110, 260))
         n_bins, period = kwargs.get("n_bins", 50), kwargs.get("period", 50.0)
         what = f"discretize_sine({n_points}, n_bins={n_bins}, period={period})"
         answer = call_checked(submission, mistakes, "discretize_sine", n_points, **kwargs)
@@ -190,8 +230,10 @@ def test_discretize_sine_bins(submission, mistakes, rng):
         wrong = (off != 0) & ~(near_bin_edge(values, n_bins) & (off <= 1))
         if wrong.any():
             t = int(np.argmax(wrong))
+            if named is None and near_float32_edge(values[wrong], n_bins).all():
+                named = mistakes["discretize_in_float32"]
             fail(
-                f"{what}: at t={t}, v = sin(2π·{t}/{period}) = {values[t]:.6f} lies in bin "
+                f"{what}: at t={t}, v = sin(2π·{t}/{period}) = {values[t]:.12f} lies in bin "
                 f"floor((v + 1) / 2 · {n_bins}) = {expected[t]}, got {tokens[t]:g} "
                 f"({int(wrong.sum())} of {n_points} tokens are wrong)",
                 mistake=named,

@@ -117,6 +117,17 @@ def discretize_sine(n_points, n_bins=50, period=50.0):
     return torch.from_numpy(np.floor((v + 1) / 2 * n_bins).astype(np.int64))
 
 
+@CATALOGUE.mistake(
+    "discretize_in_float32",
+    "the sine was computed in float32 (torch's default dtype): over a long input some values "
+    "round across a bin edge; compute t and v in float64",
+    check="test_discretize_sine_bins",
+)
+def discretize_sine(n_points, n_bins=50, period=50.0):
+    v = torch.sin(2 * math.pi * torch.arange(n_points) / period)
+    return torch.clamp(torch.floor((v + 1) / 2 * n_bins), max=n_bins - 1).long()
+
+
 # -- make_windows and split_holdout ------------------------------------------------------------
 @CATALOGUE.mistake(
     "targets_not_shifted",
