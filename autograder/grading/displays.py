@@ -8,6 +8,8 @@ they become nbformat outputs of the autograded notebook (nbconvert escapes text 
 
 from __future__ import annotations
 
+import ast
+import re
 import time
 
 from autograder.grading.outputs import MAX_NOTEBOOK_PNG_BYTES, clean_text, note, png_bytes
@@ -20,6 +22,16 @@ from autograder.grading.submission import (
 )
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import SandboxDied
+
+
+def names_used(source: str) -> set[str]:
+    """The names a cell's code refers to (every identifier when it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set(re.findall(r"[A-Za-z_]\w*", source))
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+
 
 DEMO_BUDGET = Budget(cell_timeout=60.0, call_timeout=60.0, max_restarts=1, total_seconds=120.0)
 
@@ -44,6 +56,13 @@ def run_demos(
         if left < 1:
             shown[grade_id] = [
                 note(f"not run: the {budget.total_seconds:g} s for demo cells are spent")
+            ]
+            continue
+        stuck = sorted(names_used(cell.source) & submission.stuck_functions().keys())
+        if stuck:
+            calls = ", ".join(f"{name}()" for name in stuck)
+            shown[grade_id] = [
+                note(f"not run: it calls {calls}, which stopped the notebook's process earlier")
             ]
             continue
         try:

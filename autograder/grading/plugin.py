@@ -18,6 +18,7 @@ import pytest
 from autograder.core.errors import CheckFailed
 from autograder.core.results import CheckResult
 from autograder.exercises import EXERCISES, mistakes_module, short_name
+from autograder.grading.causes import explain_undefined
 from autograder.grading.submission import StudentError, Submission, Unavailable
 from autograder.sandbox.process import SandboxDied
 
@@ -152,6 +153,7 @@ class GradingPlugin:
         if call.excinfo is not None:
             error = call.excinfo.value
             message, mistake = student_message(error)
+            message = explain_undefined(message, list(self._submission.cell_failures.values()))
             if not isinstance(error, CheckFailed | StudentError | SandboxDied | Unavailable):
                 self.internal_errors.append(
                     f"{item.name}: " + "".join(traceback.format_exception(error))

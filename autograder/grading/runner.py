@@ -181,9 +181,7 @@ def _grade_loaded(
             report.status = submission.status
         if submission.tampered:
             report.checks = [withheld(check) for check in report.checks]
-        report.messages += [
-            f"{label} raised {error}" for label, error in submission.cell_errors.items()
-        ]
+        report.messages += [failure.note() for failure in submission.cell_failures.values()]
         report.messages += submission.events
         if demos and reason is None and loaded.demos:
             # after the checks, in the same sandbox (no second start, no second run of the

@@ -15,6 +15,7 @@ import numpy as np
 
 from autograder.core.errors import StudentError, Unavailable
 from autograder.core.status import Status, worse
+from autograder.grading.causes import CellFailure, cell_failure
 from autograder.grading.outputs import checked_outputs
 from autograder.sandbox.inside import wire
 from autograder.sandbox.isolation import Isolation
@@ -125,7 +126,7 @@ class Submission:
     skipped: set[str] = field(default_factory=set)
     stuck: dict[str, str] = field(default_factory=dict)  # call target -> why it is skipped
     tampered: list[str] = field(default_factory=list)  # grader runtime parts the notebook changed
-    cell_errors: dict[str, str] = field(default_factory=dict)
+    cell_failures: dict[str, CellFailure] = field(default_factory=dict)  # label -> how it failed
     events: list[str] = field(default_factory=list)
     status: str = Status.OK
     isolation: str = ""
@@ -204,7 +205,24 @@ class Submission:
             self.generation += 1
             self.isolation = self.sandbox.isolation.describe()
             self._run_program()
+            self._block_stuck()
         return self.sandbox
+
+    def stuck_functions(self) -> dict[str, str]:
+        """Global functions of the notebook that stopped its process: name -> why."""
+        return {key: why for key, why in self.stuck.items() if key.isidentifier()}
+
+    def _block_stuck(self) -> None:
+        """One hang, one budget: in a restarted process, the functions that stopped the last
+        one raise at once when anything calls them (a check, another function, a demo cell)."""
+        stuck = self.stuck_functions()
+        if not stuck or self.sandbox is None or not self.sandbox.alive:
+            return
+        names = {name: why.split(" ", 1)[1] if " " in why else why for name, why in stuck.items()}
+        try:
+            self.sandbox.request({"op": "block", "names": names}, timeout=self._timeout(10.0))
+        except (SandboxDied, Unavailable):
+            pass  # the next request restarts (or reports) as usual
 
     def _run_program(self) -> None:
         if self.sandbox is None:
@@ -224,17 +242,20 @@ class Submission:
                         Status.CRASHED, "the notebook killed the sandbox's supervisor"
                     )
             except SandboxDied as died:
-                self._record(died, f"{cell.label}")
+                # A cell past its time is a note on that cell (it is left out from now on, the
+                # cells after it run), not the notebook's status: checks that need what it
+                # defines say so themselves. Memory, crashes and kills still mark the notebook.
+                if died.status != Status.TIMEOUT:
+                    self._record(died, f"{cell.label}")
                 self.skipped.add(cell.label)
-                self.events.append(f"{cell.label} is skipped from now on")
+                failure = CellFailure.stopped(cell.label, cell.source, died.status, died.detail)
+                self.cell_failures.setdefault(cell.label, failure)
                 return
             except Unavailable:
                 return  # the budget is spent: every request from now on says so
-            if not response.get("ok"):
-                error = response.get("error", {})
-                self.cell_errors.setdefault(
-                    cell.label, f"{error.get('type')}: {error.get('message', '')}"[:500]
-                )
+            if not response.get("ok") and cell.label not in self.cell_failures:
+                failure = cell_failure(cell.label, cell.source, response.get("error"))
+                self.cell_failures[cell.label] = failure
             notes = response.get("notes")
             notes = [str(note)[:MAX_NOTE] for note in notes] if isinstance(notes, list) else []
             for note in notes[:MAX_NOTES]:

@@ -9,6 +9,7 @@ becomes MathML, which browsers render without MathJax from the internet).
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 
@@ -34,6 +35,12 @@ _CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}
 
 
+def is_report_cell(cell) -> bool:
+    return cell.get("cell_type") == "markdown" and (
+        cell.get("id") == REPORT_CELL_ID or 'class="attn-grade-report"' in str(cell.get("source"))
+    )
+
+
 class FeedbackExporter(HTMLExporter):
     """nbconvert's HTMLExporter with our feedback template; HTML in outputs is sanitized."""
 
@@ -49,6 +56,18 @@ class FeedbackExporter(HTMLExporter):
         paths = list(ours.HTMLExporter.get("extra_template_paths", []))
         ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path]
         super().__init__(config=ours, **kwargs)
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """Each cell numbered as the grader's messages number it ("cell 10": its place in the
+        submitted notebook, counting from 1), so that a note points at a cell on the page."""
+        nb = copy.deepcopy(nb)
+        number = 0
+        for index, cell in enumerate(nb.cells):
+            if index == 0 and is_report_cell(cell):
+                continue  # added by autograde in front of the student's cells
+            number += 1
+            cell.metadata["attn_cell"] = number
+        return super().from_notebook_node(nb, resources, **kw)
 
     @pass_context
     def markdown2html(self, context, source):

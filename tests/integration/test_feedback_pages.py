@@ -240,3 +240,24 @@ def test_feedback_screenshot(course, tmp_path):
         page = feedback(course, student, EX2)
         shot = screenshot_to(page, tmp_path / student, ARTIFACTS / f"feedback-ex2-{student}.png")
         assert shot.read_bytes().startswith(PNG)
+
+
+def test_pages_number_the_cells_as_the_notes_do(course):
+    """The note about a failing cell names it "cell N"; the page shows "cell N" on that cell
+    (its place in the submitted notebook; the report cell added in front is not counted)."""
+    notebook = autograded(course, "mallory", EX2)
+    cells = [c for c in notebook["cells"] if "attn-grade-report" not in str(c.get("source"))]
+    number = next(
+        i for i, c in enumerate(cells, start=1) if "raise ValueError" in str(c.get("source"))
+    )
+    html = feedback(course, "mallory", EX2).read_text()
+    assert f"<li>cell {number} raised a ValueError at line 1: " in html
+    assert f'<div class="cell-number">cell {number}</div>' in html
+    assert "cell cell" not in html
+    written = next(
+        i
+        for i, c in enumerate(cells, start=1)
+        if c.get("id")
+        and "answer" in str(c.get("metadata", {}).get("nbgrader", {}).get("grade_id", ""))
+    )
+    assert f'<span class="cell-number">cell {written}</span>' in html

@@ -196,6 +196,36 @@ class MultiHeadAttention(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "heads_interleaved",
+    "the heads take every num_heads-th feature (view(B, L, head_dim, num_heads)): split them "
+    "contiguously, head k = features k*head_dim .. (k+1)*head_dim - 1, with "
+    "view(B, L, num_heads, head_dim)",
+    check="test_mha_matches_reference_with_its_own_weights",
+)
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None, return_attention=False):
+        batch, length, d_model = x.shape
+        q, k, v = (
+            W(x).view(batch, length, self.head_dim, self.num_heads).permute(0, 3, 1, 2)
+            for W in (self.W_q, self.W_k, self.W_v)
+        )
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        merged = (weights @ v).permute(0, 2, 3, 1).reshape(batch, length, d_model)
+        output = self.W_o(merged)
+        return (output, weights) if return_attention else output
+
+
+@CATALOGUE.mistake(
     "heads_split_without_transpose",
     "the heads were split with a plain "
     "view(B, num_heads, L, head_dim), which mixes positions and features; view "

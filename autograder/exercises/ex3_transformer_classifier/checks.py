@@ -645,22 +645,29 @@ def targets(rng, predictions: np.ndarray, classes: int) -> tuple[np.ndarray, flo
     return np.where(hit, predictions, wrong), float(np.mean(hit))
 
 
-def expect_accuracy(submission, mistakes, model: Handle, value, expected: float, what: str):
-    """A Python float equal to `expected`, with the model left in eval mode."""
+def expect_accuracy(submission, mistakes, recorder: Handle, value, expected: float, what: str):
+    """A Python float equal to `expected`, from forward passes in eval mode: `recorder` (a
+    batch_recorder probe around the model) saw no input in training mode. The mode after the
+    call is free (the contract allows restoring the previous one)."""
     ensure(
         isinstance(value, float),
         f"{what} should return a Python float, got {kind(value)}",
         mistake=mistakes["accuracy_returns_tensor"] if torch.is_tensor(value) else None,
     )
-    training = submission.probe("module_summary", model)["training"]
-    without_eval = mistakes["accuracy_without_eval"] if training else None
+    in_training = len(recorder.getattr("seen")) > 0
+    without_eval = mistakes["accuracy_without_eval"] if in_training else None
     ensure(
         abs(value - expected) <= 1e-6,
         f"{what} should be {distinguish(value, expected)[1]} (the fraction of samples whose argmax "
         f"logit is the label, in eval mode), got {distinguish(value, expected)[0]}",
         mistake=without_eval,
     )
-    ensure(not training, f"{what} should put the model in eval mode", mistake=without_eval)
+    ensure(
+        not in_training,
+        f"{what} ran the model in training mode (dropout on); put it in eval mode for the "
+        "forward passes",
+        mistake=without_eval,
+    )
 
 
 @check(points=0.5, grade_id="check_evaluate_accuracy")
@@ -671,10 +678,11 @@ def test_evaluate_accuracy_matches_logits(submission, mistakes, rng, seed):
     X = tokens(rng, config["vocab_size"], n, length)
     model.call("eval")
     y, expected = targets(rng, logits_of(model, X, "TransformerClassifier").argmax(axis=1), classes)
-    model.call("train")  # evaluate_accuracy must switch dropout off itself
-    value = submission.call("evaluate_accuracy", model, X, torch.from_numpy(y))
+    recorder = submission.probe("batch_recorder", model)
+    recorder.call("train")  # evaluate_accuracy must switch dropout off itself
+    value = submission.call("evaluate_accuracy", recorder, X, torch.from_numpy(y))
     what = f"evaluate_accuracy(model, X, y) for {n} sequences"
-    expect_accuracy(submission, mistakes, model, value, expected, what)
+    expect_accuracy(submission, mistakes, recorder, value, expected, what)
 
 
 @check(
@@ -694,6 +702,7 @@ def test_evaluate_accuracy_eval_mode_without_gradients(submission, mistakes, rng
     linear = nn_child.call("Linear", classes, classes)
     linear.call("load_state_dict", {"weight": torch.eye(classes), "bias": torch.zeros(classes)})
     model = nn_child.call("Sequential", nn_child.call("ReLU", inplace=True), linear)
+    model = submission.probe("batch_recorder", model)
     what = f"evaluate_accuracy(model, X, y) for {n} samples"
     try:
         X_leaf = torch.from_numpy(X).requires_grad_()

@@ -475,7 +475,8 @@ def evaluate_accuracy(model, X, y):
 
 @CATALOGUE.mistake(
     "accuracy_without_eval",
-    "evaluate_accuracy leaves the model in training mode (dropout stays on); call model.eval()",
+    "evaluate_accuracy runs the model in training mode (dropout stays on); call "
+    "model.eval() before the forward passes (restoring the previous mode afterwards is fine)",
     check="test_evaluate_accuracy_matches_logits",
 )
 def evaluate_accuracy(model, X, y):

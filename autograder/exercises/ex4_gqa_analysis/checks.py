@@ -363,9 +363,9 @@ def report_rows(value, kwargs: dict) -> list[dict]:
     return value
 
 
-def call_report(submission, mistakes, rng):
+def call_report(submission, mistakes, rng, kwargs: dict | None = None):
     """(arguments, rows, what the catalogued mistakes return, a description of the call)."""
-    kwargs = report_arguments(rng)
+    kwargs = kwargs or report_arguments(rng)
     answer = call_checked(submission, mistakes, "gqa_report", **kwargs)
     shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
     return kwargs, report_rows(answer.value, kwargs), answer.candidates, f"gqa_report({shown})"
@@ -382,18 +382,28 @@ def shape_tuple(value) -> bool:
 
 @check(points=0.5, grade_id="check_gqa_report")
 def test_gqa_report_names(submission, mistakes, rng):
-    kwargs, rows, candidates, what = call_report(submission, mistakes, rng)
-    names = [row["name"] for row in rows]
-    ensure(
-        all(isinstance(name, str) for name in names),
-        f"{what}: every name should be a str, got {names!r}",
-    )
-    expected = [row["name"] for row in ref.gqa_report(**kwargs)]
-    ensure(
-        names == expected,
-        f"{what} should name its rows {expected}, got {names}",
-        mistake=named_by(names, candidates, "name"),
-    )
+    # Then a one-head model, whose single K/V head is both "every head" and "one head": the
+    # contract names it "MHA" (n_kv_heads == n_heads is decided first).
+    one_head = {
+        "d_model": int(rng.choice([6, 10, 12])),
+        "n_heads": 1,
+        "kv_head_options": (1,),
+        "seq_len": int(rng.integers(100, 5000)),
+        "batch_shape": tuple(distinct_sizes(rng, 2, 2, 8)),
+    }
+    for arguments in (None, one_head):
+        kwargs, rows, candidates, what = call_report(submission, mistakes, rng, arguments)
+        names = [row["name"] for row in rows]
+        ensure(
+            all(isinstance(name, str) for name in names),
+            f"{what}: every name should be a str, got {names!r}",
+        )
+        expected = [row["name"] for row in ref.gqa_report(**kwargs)]
+        ensure(
+            names == expected,
+            f"{what} should name its rows {expected}, got {names}",
+            mistake=named_by(names, candidates, "name"),
+        )
 
 
 @check(points=0.5, grade_id="check_gqa_report")

@@ -371,6 +371,32 @@ def gqa_report(
 
 
 @CATALOGUE.mistake(
+    "report_one_head_named_mqa",
+    "a one-head model was named 'MQA': when n_kv_heads == n_heads every query head has its own "
+    "K/V head, so it is 'MHA' (decide that before testing for a single K/V head)",
+    check="test_gqa_report_names",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MQA" if n_kv == 1 else "MHA" if n_kv == n_heads else f"GQA-{n_kv}"
+        with torch.no_grad():
+            out = GroupedQueryAttention(d_model, n_heads, n_kv)(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, n_heads, n_kv),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
     "report_named_by_group_size",
     "GQA rows were named after the group size n_heads // n_kv_heads; the name carries "
     "n_kv_heads ('GQA-4' has 4 K/V heads)",

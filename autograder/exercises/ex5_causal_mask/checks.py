@@ -69,6 +69,14 @@ def test_causal_mask_shape_and_dtype(submission, mistakes, rng):
             mistake=matching_mistake(mask, answer.candidates, atol=0, rtol=0),
         )
         expect_shape(mask, (seq_len, seq_len), what)
+        ensure(
+            answer.value.dtype == torch.float32,
+            f"{what} should be torch.float32 (the dtype of the scores it is added to), got "
+            f"{answer.value.dtype}",
+            mistake=mistakes["causal_mask_float64"]
+            if answer.value.dtype == torch.float64
+            else None,
+        )
 
 
 @check(points=0.75, grade_id="check_causal_mask")

@@ -25,6 +25,16 @@ def causal_mask(seq_len):
 
 
 @CATALOGUE.mistake(
+    "causal_mask_float64",
+    "causal_mask is float64 (as NumPy builds it): the contract asks for torch.float32, the "
+    "dtype of the scores it is added to",
+    check="test_causal_mask_shape_and_dtype",
+)
+def causal_mask(seq_len):
+    return torch.from_numpy(np.triu(np.full((seq_len, seq_len), -np.inf), k=1))
+
+
+@CATALOGUE.mistake(
     "reversed_triangle",
     "the mask blocks the past instead of the future: -inf belongs above the diagonal "
     "(key j later than query i), 0.0 on and below it",

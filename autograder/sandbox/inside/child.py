@@ -279,7 +279,7 @@ class Server:
         return {"pid": os.getpid()}
 
     def op_exec(self, header, blobs):
-        filename = f"<cell {header.get('label', '?')}>"
+        filename = cell_filename(header)
         source = str(header["source"])
         try:
             code = compile(source, filename, "exec")
@@ -291,9 +291,19 @@ class Server:
         notes, self.notes[:] = list(self.notes), []
         return {"notes": notes}
 
+    def op_block(self, header, blobs):
+        """Replace functions of the notebook that stopped the process earlier (a hang, memory)
+        by ones that raise at once, so that a function calling them fails fast instead of
+        spending another timeout. `names`: {global name: why}; unknown names are ignored."""
+        names = header.get("names")
+        for name, why in (names if isinstance(names, dict) else {}).items():
+            if isinstance(name, str) and name.isidentifier() and name in self.namespace:
+                self.namespace[name] = stopped_earlier(name, str(why)[:300])
+        return {}
+
     def op_display(self, header, blobs):
         """Run a demo cell, capturing what Jupyter would show; PNGs travel as blobs."""
-        filename = f"<cell {header.get('label', '?')}>"
+        filename = cell_filename(header)
         source = header["source"]
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         display = Display(self.namespace)
@@ -376,18 +386,44 @@ class Server:
             response["tampered"] = changed
 
 
+class StoppedEarlier(RuntimeError):
+    """Raised by a function of the notebook that is not run again (see op_block)."""
+
+
+def stopped_earlier(name: str, why: str):
+    def stopped(*args, **kwargs):
+        raise StoppedEarlier(f"{name}() was not run again: it {why}")
+
+    stopped.__name__ = stopped.__qualname__ = name
+    return stopped
+
+
+def cell_filename(header: dict) -> str:
+    """The code's file name as messages show it: "<cell 10 (softmax)>" for the label
+    "cell 10 (softmax)" (the label already says "cell")."""
+    label = str(header.get("label", "?"))
+    return f"<{label}>" if label.startswith("cell ") else f"<cell {label}>"
+
+
 def describe(error: BaseException) -> dict:
     frames = traceback.extract_tb(error.__traceback__)
     student = [frame for frame in frames if frame.filename.startswith("<cell")]
     lines = traceback.format_list(student[-5:]) if student else []
+    line = None
     try:
-        message = str(error)
+        if isinstance(error, SyntaxError) and type(error).__str__ is SyntaxError.__str__:
+            message, line = str(error.msg), error.lineno  # without "(<cell ...>, line 33)"
+        else:
+            message = str(error)
+            # the line of the cell being run where it failed (the first frame in a cell)
+            line = student[0].lineno if student else None
     except BaseException:  # noqa: BLE001 - a student's __str__ may do anything
         message = "<unprintable>"
     return {
         "type": type(error).__name__,
         "message": message[:2000],
         "traceback": "".join(lines)[-4000:],
+        "line": line if isinstance(line, int) else None,
     }
 
 
