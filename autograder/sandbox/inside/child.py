@@ -10,12 +10,13 @@ import io
 import linecache
 import os
 import sys
-import traceback
 import types
 import warnings
 
+import failures
 import probes
 import wire
+from failures import cell_filename, describe, stopped_earlier
 
 MAX_REPR = 200
 # What one demo cell may show (the parent checks again: the child is not trusted with limits).
@@ -27,18 +28,26 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    parts = {"module probes": sys.modules.get("probes"), "module wire": sys.modules.get("wire")}
+    parts = {f"module {name}": sys.modules.get(name) for name in ("probes", "wire", "failures")}
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, Server):
+    for owner in (probes, wire, failures, Server):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
             for attr, member in list(vars(value).items()) if isinstance(value, type) else []:
                 if callable(member) and not attr.startswith("__"):
                     parts[f"{owner.__name__}.{name}.{attr}"] = member
-    for name in ("describe", "main", "Integrity", "_runtime_parts", "_code_of"):
+    for name in (
+        "describe",
+        "cell_filename",
+        "stopped_earlier",
+        "main",
+        "Integrity",
+        "_runtime_parts",
+        "_code_of",
+    ):
         parts[name] = globals().get(name)
     # the snapshot's own checker: replacing it (`Integrity.changed = lambda self: []`) is
     # tampering too; the server also holds the original, bound before any student code ran
@@ -384,47 +393,6 @@ class Server:
         changed = self._integrity_changed() if self._integrity_changed is not None else []
         if changed:
             response["tampered"] = changed
-
-
-class StoppedEarlier(RuntimeError):
-    """Raised by a function of the notebook that is not run again (see op_block)."""
-
-
-def stopped_earlier(name: str, why: str):
-    def stopped(*args, **kwargs):
-        raise StoppedEarlier(f"{name}() was not run again: it {why}")
-
-    stopped.__name__ = stopped.__qualname__ = name
-    return stopped
-
-
-def cell_filename(header: dict) -> str:
-    """The code's file name as messages show it: "<cell 10 (softmax)>" for the label
-    "cell 10 (softmax)" (the label already says "cell")."""
-    label = str(header.get("label", "?"))
-    return f"<{label}>" if label.startswith("cell ") else f"<cell {label}>"
-
-
-def describe(error: BaseException) -> dict:
-    frames = traceback.extract_tb(error.__traceback__)
-    student = [frame for frame in frames if frame.filename.startswith("<cell")]
-    lines = traceback.format_list(student[-5:]) if student else []
-    line = None
-    try:
-        if isinstance(error, SyntaxError) and type(error).__str__ is SyntaxError.__str__:
-            message, line = str(error.msg), error.lineno  # without "(<cell ...>, line 33)"
-        else:
-            message = str(error)
-            # the line of the cell being run where it failed (the first frame in a cell)
-            line = student[0].lineno if student else None
-    except BaseException:  # noqa: BLE001 - a student's __str__ may do anything
-        message = "<unprintable>"
-    return {
-        "type": type(error).__name__,
-        "message": message[:2000],
-        "traceback": "".join(lines)[-4000:],
-        "line": line if isinstance(line, int) else None,
-    }
 
 
 def main() -> None:
