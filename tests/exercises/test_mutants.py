@@ -1,0 +1,52 @@
+"""Mutation testing of the checks (issue 20): the mutator is deterministic and makes real
+changes, and a sample of its mutants, graded as submissions, loses points (the whole run is
+benchmarks/mutation.py, with its table in the README)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from autograder.authoring.mutants import EQUIVALENT, mutants_of
+from autograder.exercises import EXERCISES, reference_module
+from autograder.grading.runner import grade_notebook
+from autograder.notebooks.solutions import public_names
+from tests.conftest import source_notebook, write_notebook
+
+
+@pytest.mark.parametrize("exercise", EXERCISES)
+def test_every_mutant_is_a_real_one_change_variant(exercise):
+    mutants = mutants_of(exercise)
+    assert mutants == mutants_of(exercise), "the same mutants in the same order every time"
+    targets = set(public_names(reference_module(exercise)))
+    assert {m.target for m in mutants} <= targets and len(mutants) >= len(targets)
+    assert len({m.id for m in mutants}) == len(mutants), "every mutant has its own id"
+    for mutant in mutants:
+        tree = ast.parse(mutant.source)  # it compiles
+        assert [node.name for node in tree.body] == [mutant.target]  # ... and defines it
+
+
+def test_every_equivalent_mutant_exists_and_says_why():
+    ids = {f"{e} {m.id}" for e in EXERCISES for m in mutants_of(e)}
+    assert set(EQUIVALENT) <= ids, "an equivalence claim outlived its mutant"
+    assert all(len(reason) > 40 for reason in EQUIVALENT.values())
+
+
+def sample(exercise: str, every: int) -> list:
+    live = [m for m in mutants_of(exercise) if f"{exercise} {m.id}" not in EQUIVALENT]
+    return live[::every]
+
+
+SAMPLE = [
+    pytest.param(m, id=f"{m.exercise[:3]}-{m.id}", marks=getattr(pytest.mark, m.exercise[:3]))
+    for exercise, every in (("ex1_numpy_attention", 7), ("ex4_gqa_analysis", 22))
+    for m in sample(exercise, every)
+]
+
+
+@pytest.mark.parametrize("mutant", SAMPLE)
+def test_a_sampled_mutant_loses_points(mutant, tmp_path):
+    notebook = source_notebook(mutant.exercise, replace={mutant.target: mutant.source})
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{mutant.exercise}.ipynb"))
+    assert report.score < report.max_score, f"{mutant.id} survived: {mutant.where}"
