@@ -18,6 +18,7 @@ from autograder.cli.common import (
     exercise_list,
     isolation_option,
 )
+from autograder.cli.lms import add_lms_commands
 from autograder.core.errors import AttnGradeError
 from autograder.core.speedups import skip_slow_optional_imports
 from autograder.core.text import clean_text
@@ -189,12 +190,17 @@ def parser() -> argparse.ArgumentParser:
     grade = commands.add_parser(
         "grade", formatter_class=_ShowDefaults, help="grade one notebook (no course, no server)"
     )
-    grade.add_argument("notebook")
+    grade.add_argument("notebook", help="the student's .ipynb file")
     grade.add_argument(
         "--exercise", help="default: from the file name (never from the notebook's metadata)"
     )
     grade.add_argument("--results", help="write Gradescope-style results.json here")
-    grade.add_argument("--format", choices=("text", "json", "github-classroom"), default="text")
+    grade.add_argument(
+        "--format",
+        choices=("text", "json", "github-classroom"),
+        default="text",
+        help="how the report is printed: a table, JSON, or GitHub Classroom's autograding output",
+    )
     grade.add_argument(
         "--student",
         default="anonymous",
@@ -258,6 +264,7 @@ def parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=cmd_demo)
     add_ci_commands(commands)
     add_audit_commands(commands, _ShowDefaults)
+    add_lms_commands(commands, _ShowDefaults)
     return main
 
 

@@ -100,23 +100,31 @@ def add_ci_commands(commands) -> None:
     classroom = commands.add_parser("classroom", help="GitHub Classroom: student repos, collect")
     steps = classroom.add_subparsers(dest="step", required=True)
     init = steps.add_parser("init", help="write a student repo template (visible checks only)")
-    init.add_argument("exercise", metavar="EXERCISE")
-    init.add_argument("dir", metavar="DIR")
-    init.add_argument("--lang", choices=("en", "ko"), default="en")
+    init.add_argument("exercise", metavar="EXERCISE", help="the exercise (id or ex1..ex8)")
+    init.add_argument("dir", metavar="DIR", help="where to write the repo template")
+    init.add_argument("--lang", choices=("en", "ko"), default="en", help="the notebook's language")
     init.set_defaults(run=cmd_classroom_init)
     for name, run, text in (
         ("collect", cmd_classroom_collect, "clone/fetch student repos into submitted/"),
         ("feedback", cmd_classroom_feedback, "push feedback HTML to each repo's feedback branch"),
     ):
         step = steps.add_parser(name, help=text)
-        step.add_argument("exercise", metavar="EXERCISE")
+        step.add_argument("exercise", metavar="EXERCISE", help="the exercise (id or ex1..ex8)")
         step.add_argument("--roster", required=True, help="CSV: student,git-url per line")
-        step.add_argument("--course", default=str(DEFAULT_COURSE_DIR))
+        step.add_argument(
+            "--course",
+            default=str(DEFAULT_COURSE_DIR),
+            help="nbgrader course root, relative to the current directory",
+        )
         step.set_defaults(run=run)
 
     gradescope = commands.add_parser("gradescope", help="build a Gradescope autograder zip")
-    gradescope.add_argument("exercise", metavar="EXERCISE")
-    gradescope.add_argument("--out", default="autograder.zip")
+    gradescope.add_argument("exercise", metavar="EXERCISE", help="the exercise (id or ex1..ex8)")
+    gradescope.add_argument(
+        "--out",
+        default="autograder.zip",
+        help="the zip to write, for the assignment's Configure Autograder page",
+    )
     gradescope.add_argument("--wheel", help="attn-grade wheel to bundle (default: build it)")
     gradescope.add_argument(
         "--visibility",

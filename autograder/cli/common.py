@@ -31,7 +31,9 @@ def course_batch_options(command: argparse.ArgumentParser) -> None:
     """EXERCISE..., --course and --workers: what every command over a course's batch takes."""
     from autograder.exercises import DEFAULT_COURSE_DIR
 
-    command.add_argument("exercises", nargs="*", metavar="EXERCISE")
+    command.add_argument(
+        "exercises", nargs="*", metavar="EXERCISE", help="exercise ids or ex1..ex8 (default: all)"
+    )
     command.add_argument(
         "--course",
         default=str(DEFAULT_COURSE_DIR),

@@ -15,12 +15,14 @@
 
 from __future__ import annotations
 
+import calendar
 import csv
 import os
 import re
 import shutil
 import stat
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
@@ -45,7 +47,7 @@ def csv_cell(value: object) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def write_csv(path: str | Path, header: list[str], rows: list[list[object]]) -> None:
+def write_csv(path: str | Path, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
     """Every CSV file of ours: quoted where needed, formulas neutralised."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -117,6 +119,17 @@ class BoundedExtractor(ExtractorPlugin):
         if written > self.max_member_bytes or budget[0] < 0:
             destination.unlink()
             self.log.error("Skipped %r of %s: over the size bounds", name, bundle.filename)
+            return
+        keep_member_time(destination, member)
+
+
+def keep_member_time(path: Path, member: zipfile.ZipInfo) -> None:
+    """The time the LMS wrote for a member of its download (read as UTC) becomes the extracted
+    file's modification time, where the submission time is read from (lms.py); a member without
+    one (the zip format's 1980-01-01) keeps the time of extraction."""
+    if member.date_time[0] > 1980:
+        seconds = calendar.timegm((*member.date_time, 0, 0, 0))
+        os.utime(path, (seconds, seconds))
 
 
 class SafeExchangeCollect(ExchangeCollect):

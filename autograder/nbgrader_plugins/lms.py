@@ -10,15 +10,32 @@ nbgrader student id):
 - Blackboard: `Exercise 1_jdoe_attempt_2026-11-20-14-05-09_ex1_numpy_attention.ipynb`: the
   username, jdoe; the attempt time becomes the submission's timestamp (the last attempt wins).
 A `named_regexp` set in nbgrader_config.py still wins over these.
+
+Every collected submission gets a submission time (nbgrader writes it as `timestamp.txt`:
+autograde applies the course's late penalty from it, release_feedback needs it), the first of:
+1. the instructor's `downloaded/<assignment>/submission_times.csv` (columns `student_id`,
+   `timestamp`, e.g. `12345,2026-11-20 14:05:09`, UTC): a time the download does not give, or
+   a correction;
+2. the time the LMS writes in the file name (Blackboard's attempt time);
+3. the time the LMS wrote for the file inside its download (the zip member's date, read as UTC,
+   which the extractor keeps as the file's modification time), else the time of extraction.
+Canvas's `_LATE_` flag is Canvas's own judgement (it knows each student's due date and
+extension), so it decides lateness against the assignment's nbgrader due date: a flagged file
+timed at or before the due date is recorded one second after it, an unflagged file timed after
+it is recorded at the due date, each with a warning naming the file.
 """
 
 from __future__ import annotations
 
+import csv
+import datetime
 import os
 import re
 from pathlib import Path
 
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import FileNameCollectorPlugin
+from nbgrader.utils import parse_utc
 
 from autograder.nbgrader_plugins.intake import valid_student_id
 
@@ -35,6 +52,7 @@ _CANVAS = re.compile(
 )
 _MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
 _MOODLE_FOLDER = re.compile(r"^.+_(?P<student_id>\d+)_assignsubmission_file_?$")
+TIMES_FILE = "submission_times.csv"
 # what LMSs and browsers append to a re-submitted or re-downloaded file: "-1", " (1)"
 _COPY_SUFFIX = re.compile(r"(?:-\d+| \(\d+\))$")
 
@@ -54,6 +72,8 @@ def lms_fields(path: Path) -> dict[str, str] | None:
             return None
         found = min(matches, key=lambda match: match.start("file_id"))
         fields = {k: v for k, v in found.groupdict().items() if k != "late"}
+        if found.groupdict().get("late"):
+            fields["late"] = "late"
         if "timestamp" in fields:
             day, time = fields["timestamp"][:10], fields["timestamp"][11:].replace("-", ":")
             fields["timestamp"] = f"{day} {time}"
@@ -91,7 +111,79 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
             self.log.warning("refused %s: the same student and notebook as %s, and no "
                              "submission time to choose the latest", filename, clash)  # fmt: skip
             return None
-        return fields
+        return {**fields, "timestamp": self._submission_time(filename, fields)}
+
+    def _submission_time(self, filename: str, fields: dict[str, str]) -> str:
+        """The submission's time, as the module doc says where it comes from (UTC, nbgrader's
+        timestamp format)."""
+        given = self._instructor_times().get(fields["student_id"])
+        if given is not None:
+            return given.isoformat(" ")
+        if fields.get("timestamp"):
+            return fields["timestamp"]
+        try:
+            seconds = os.stat(filename).st_mtime
+        except OSError:
+            seconds = datetime.datetime.now(datetime.UTC).timestamp()
+        when = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(tzinfo=None)
+        if not self.named_regexp:
+            when = self._as_canvas_says(filename, when, bool(fields.get("late")))
+        return when.isoformat(" ")
+
+    def _as_canvas_says(self, filename: str, when: datetime.datetime, late: bool):
+        due = self._due_date()
+        is_canvas = _CANVAS.match(Path(filename).name) is not None
+        if due is None or not is_canvas or late == (when > due):
+            return when
+        moved = due + datetime.timedelta(seconds=1) if late else due
+        self.log.warning("%s: Canvas says %s, the download's time %s says otherwise; "
+                         "recorded as %s", filename, "late" if late else "on time", when,
+                         moved)  # fmt: skip
+        return moved
+
+    def _due_date(self) -> datetime.datetime | None:
+        """The assignment's due date in the gradebook (naive UTC), or None."""
+        if not hasattr(self, "_due"):
+            self._due = None
+            coursedir = getattr(self.parent, "coursedir", None)
+            if coursedir is not None:
+                with Gradebook(coursedir.db_url, course_id=coursedir.course_id) as gradebook:
+                    try:
+                        self._due = gradebook.find_assignment(coursedir.assignment_id).duedate
+                    except MissingEntry:
+                        pass
+        return self._due
+
+    def _instructor_times(self) -> dict[str, datetime.datetime]:
+        """student id -> time, from submission_times.csv beside the download (module doc);
+        a row that is not a valid student id and a time is named in an error and left out."""
+        if getattr(self, "_times", None) is None:
+            self._times: dict[str, datetime.datetime] = {}
+            app = self.parent
+            try:
+                folder = Path(app._format_collect_path(app.archive_directory)).parent
+            except AttributeError:  # not run by zip_collect
+                return self._times
+            path = folder / TIMES_FILE
+            if path.is_file():
+                self._times = self._read_times(path)
+        return self._times
+
+    def _read_times(self, path: Path) -> dict[str, datetime.datetime]:
+        times = {}
+        with open(path, newline="", encoding="utf-8") as handle:
+            for number, row in enumerate(csv.DictReader(handle), start=2):
+                student, stamp = row.get("student_id"), row.get("timestamp") or ""
+                try:
+                    when = parse_utc(stamp).replace(tzinfo=None)
+                except (ValueError, OverflowError):
+                    when = None
+                if not valid_student_id(student) or when is None:
+                    self.log.error("%s line %d: not a student id and a time: %s", path, number,
+                                   ascii(row))  # fmt: skip
+                    continue
+                times[str(student)] = when
+        return times
 
     def _ambiguous(self) -> dict[str, str]:
         """file -> the other files of its (student, notebook) group, for groups of several

@@ -1,0 +1,177 @@
+"""Feedback back to students who handed in through an LMS download (`nbgrader zip_collect`).
+
+- `LmsAwareReleaseFeedback` (`nbgrader release_feedback`): nbgrader releases feedback into the
+  exchange under a hash of the secret that `nbgrader submit` wrote; a submission that came from
+  an LMS download has no such secret (its student never used the exchange), and nbgrader stopped
+  the whole release at the first one. Such students are left out with one warning that names
+  them and says how their feedback goes back (below); everyone else is released as before.
+- `feedback_zip` (`attn-grade feedback-zip EX --lms canvas|moodle`): one zip of the generated
+  feedback pages laid out for the LMS's bulk feedback upload, each page named after the file
+  the student handed in, as the download named it:
+  - Canvas ("Re-Upload Submissions" of the download): `<login>_<user id>_<submission id>_
+    <notebook>_feedback.html`, the download's own prefix, which Canvas matches to the student
+    and attaches as a comment file.
+  - Moodle ("Upload multiple feedback files in a zip"): `<Full name>_<participant id>_
+    assignsubmission_file_/<notebook>_feedback.html`, the download's own participant folder.
+  Students whose feedback has no matching file in the download (they handed in through the
+  exchange, or the download is gone) are listed, not guessed.
+- `lms_gradebook` (`attn-grade lms-grades EX --lms canvas|moodle`): a CSV the LMS gradebook
+  imports, one row per student of the download, with the score after nbgrader's late penalty:
+  - Canvas (Grades > Import): `Student, ID, SIS User ID, SIS Login ID, Section, <assignment>`;
+    Canvas matches rows on `ID`, the Canvas user id the download gave (our student id), and
+    offers to create the `<assignment>` column on import.
+  - Moodle (the assignment's "Upload grading worksheet"): `Identifier, Full name, Email address,
+    Status, Grade, Maximum Grade, Grade can be changed, Last modified (submission), Last
+    modified (grade), Feedback comments`; Moodle matches rows on `Identifier`
+    (`Participant <id>`).
+  Names are the download's (Moodle's participant folder, Canvas's login in the file name); a
+  student of the download without a graded submission gets an empty grade, never a zero.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import zipfile
+from pathlib import Path
+
+from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
+
+from autograder.nbgrader_plugins.intake import write_csv
+from autograder.nbgrader_plugins.lms import lms_fields
+
+LMS_LAYOUTS = ("canvas", "moodle")
+
+
+class LmsAwareReleaseFeedback(ExchangeReleaseFeedback):
+    """nbgrader's release_feedback, leaving out (with a warning) the students whose feedback
+    cannot go through the exchange: no submission secret or no timestamp (module doc)."""
+
+    def copy_files(self) -> None:
+        unreachable = sorted(self._without_exchange_identity())
+        if unreachable:
+            self.log.warning(
+                "Not released to the exchange (handed in through an LMS download, so no "
+                "submission secret): %s. Return their feedback through the LMS: attn-grade "
+                "feedback-zip %s --lms canvas|moodle",
+                ", ".join(unreachable),
+                self.coursedir.assignment_id,
+            )
+        before = self.coursedir.student_id_exclude
+        excluded = {s for s in before.split(",") if s} | set(unreachable)
+        self.coursedir.student_id_exclude = ",".join(sorted(excluded))
+        try:
+            super().copy_files()
+        finally:
+            self.coursedir.student_id_exclude = before
+
+    def _without_exchange_identity(self) -> set[str]:
+        pattern = re.escape(os.path.sep).join([
+            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
+                                       self.coursedir.assignment_id, escape=True),
+            "(?P<notebook_id>.*).html",
+        ])  # fmt: skip
+        found = set()
+        for page in glob.glob(os.path.join(self.src_path, "*.html")):
+            match = re.match(pattern, page)
+            folder = Path(page).parent
+            needed = (folder / "submission_secret.txt", folder / "timestamp.txt")
+            if match and not all(path.is_file() for path in needed):
+                found.add(match["student_id"])
+        return found
+
+
+def downloaded_prefixes(extracted: Path, lms: str) -> dict[str, str]:
+    """student id -> the name the LMS gave that student's files, without the notebook's name:
+    Canvas's file-name prefix (`doejane_12345_6789012_`), Moodle's participant folder
+    (`Jane Doe_123456_assignsubmission_file_/`); from the extracted download."""
+    found: dict[str, str] = {}
+    for path in sorted(extracted.rglob("*")):
+        fields = lms_fields(path) if path.is_file() else None
+        if fields is None:
+            continue
+        if lms == "moodle" and "_assignsubmission_file" in path.parent.name:
+            found.setdefault(fields["student_id"], path.parent.name + "/")
+        elif lms == "canvas" and "_assignsubmission_file" not in path.name + path.parent.name:
+            cut = _canvas_prefix(path.name)
+            if cut:
+                found.setdefault(fields["student_id"], cut)
+    return found
+
+
+def downloaded_names(prefixes: dict[str, str]) -> dict[str, str]:
+    """student id -> the name the download shows (Moodle's full name, Canvas's login)."""
+    return {
+        student: prefix.split(f"_{student}_", 1)[0].split("_LATE", 1)[0]
+        for student, prefix in prefixes.items()
+    }
+
+
+CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+MOODLE_COLUMNS = [
+    "Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+    "Grade can be changed", "Last modified (submission)", "Last modified (grade)",
+    "Feedback comments",
+]  # fmt: skip
+
+
+def lms_gradebook(
+    lms: str,
+    assignment: str,
+    names: dict[str, str],
+    scores: dict[str, tuple[float, str]],
+    max_score: float,
+    out: Path,
+) -> None:
+    """Write the LMS's gradebook import (module doc) for the download's students `names`;
+    `scores`: student id -> (score after the late penalty, submission time)."""
+    if lms == "canvas":
+        header = [*CANVAS_COLUMNS, assignment]
+        rows = [
+            [names[s], s, "", "", "", _points(scores[s][0]) if s in scores else ""]
+            for s in sorted(names)
+        ]
+    elif lms == "moodle":
+        header = MOODLE_COLUMNS
+        rows = [
+            [f"Participant {s}", names[s], "", "Submitted for grading" if s in scores else
+             "No submission", _points(scores[s][0]) if s in scores else "", _points(max_score),
+             "Yes", scores[s][1] if s in scores else "", "", ""]
+            for s in sorted(names)
+        ]  # fmt: skip
+    else:
+        raise ValueError(f"--lms is one of {', '.join(LMS_LAYOUTS)}, not {lms!r}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_csv(out, header, rows)
+
+
+def _points(value: float) -> str:
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _canvas_prefix(name: str) -> str | None:
+    match = re.match(r"^[a-z0-9]+(?:_LATE)?_\d+_\d+_", name, re.IGNORECASE)
+    return match.group(0) if match else None
+
+
+def feedback_zip(
+    pages: list[tuple[str, Path]], extracted: Path, lms: str, out: Path
+) -> tuple[list[str], list[str]]:
+    """Write the LMS's bulk-feedback zip (module doc) of `pages` ((student id, page) pairs) to
+    `out`, naming each after the student's files in the extracted download; (students in it,
+    students left out because the download has no file of theirs)."""
+    if lms not in LMS_LAYOUTS:
+        raise ValueError(f"--lms is one of {', '.join(LMS_LAYOUTS)}, not {lms!r}")
+    prefixes = downloaded_prefixes(extracted, lms)
+    included, missing = set(), set()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for student, page in pages:
+            prefix = prefixes.get(student)
+            if prefix is None:
+                missing.add(student)
+                continue
+            bundle.write(page, f"{prefix}{page.stem}_feedback.html")
+            included.add(student)
+    return sorted(included), sorted(missing)
