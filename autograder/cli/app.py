@@ -15,6 +15,7 @@ from autograder.cli.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
     course_batch_options,
+    course_path,
     exercise_list,
     isolation_option,
 )
@@ -176,7 +177,11 @@ def parser() -> argparse.ArgumentParser:
         default=str(DEFAULT_COURSE_DIR),
         help="nbgrader course root, relative to the current directory",
     )
-    build.add_argument("--lang", choices=("en", "ko"), default="en", help="prose language")
+    build.add_argument(
+        "--lang",
+        choices=("en", "ko"),
+        help="the notebooks' language (default: the one each exercise was last built in, else en)",
+    )
     build.add_argument("--no-release", action="store_true", help="write source notebooks only")
     build.add_argument(
         "--exchange", help="nbgrader exchange root (kept for later builds; default: nbgrader's)"
@@ -271,6 +276,8 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     skip_slow_optional_imports()
     args = parser().parse_args(argv)
+    if isinstance(getattr(args, "course", None), str) and args.command != "demo":
+        args.course = course_path(args.course)
     try:
         _apply_isolation(args)
         return args.run(args)

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_BELOW_THRESHOLD = 1  # `grade --fail-under`
+
+
+def course_path(given: str) -> str:
+    """--course as given; when that is the default, does not exist, and the current directory
+    is a course (it has nbgrader_config.py), the current directory: a command run inside the
+    course finds it (and `build` there rebuilds it instead of nesting a new course)."""
+    from autograder.exercises import DEFAULT_COURSE_DIR
+
+    inside = Path("nbgrader_config.py").is_file()
+    if given == str(DEFAULT_COURSE_DIR) and not Path(given).exists() and inside:
+        return str(Path.cwd())
+    return given
 
 
 def exercise_list(names: list[str]) -> list[str]:

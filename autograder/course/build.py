@@ -13,7 +13,7 @@ import nbformat
 
 from autograder.exercises import core_exercises, resolve
 from autograder.notebooks.notebook import to_notebook
-from autograder.notebooks.render import render_cells
+from autograder.notebooks.render import LANGUAGES, render_cells
 
 COURSE_ID = "attention-transformers"
 _TEMPLATES = Path(__file__).with_name("templates")  # the course configs nbgrader reads
@@ -65,12 +65,36 @@ def course_settings(course_dir: Path, **given: str | None) -> dict[str, str | No
         "db_url": None,
         "exchange_root": None,
     }
-    if path.is_file():
-        saved = json.loads(path.read_text())
-        settings.update({k: v for k, v in saved.items() if k in settings and isinstance(v, str)})
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    settings.update({k: v for k, v in saved.items() if k in settings and isinstance(v, str)})
     settings.update({k: v for k, v in given.items() if v is not None})
-    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps({**saved, **settings}, indent=2, sort_keys=True) + "\n")
     return settings
+
+
+def exercise_languages(course_dir: Path, exercises: list[str], lang: str | None) -> dict[str, str]:
+    """Each exercise's notebook language: `lang` when given (and remembered in the course's
+    settings, like --course-id), else the one it was last built in, else English."""
+    path = course_dir / SETTINGS
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    found = saved.get("languages")
+    known: dict[str, str] = {
+        e: v for e, v in (found.items() if isinstance(found, dict) else ()) if v in LANGUAGES
+    }
+    chosen = {e: lang or known.get(e, "en") for e in exercises}
+    if lang is None:
+        for exercise, kept in chosen.items():
+            if kept != "en":
+                print(f"attn-grade build: {exercise} stays in {kept} as built before "
+                      "(--lang en to change it)")  # fmt: skip
+    path.write_text(
+        json.dumps({**saved, "languages": {**known, **chosen}}, indent=2, sort_keys=True) + "\n"
+    )
+    return chosen
+
+
+# nbgrader's placeholder for a written answer, in the notebook's language
+TEXT_STUBS = {"en": "YOUR ANSWER HERE", "ko": "여기에 답을 쓰세요"}
 
 
 def write_config(
@@ -119,7 +143,7 @@ def build_course(
     course_dir: Path,
     exercises: list[str] | None = None,
     *,
-    lang: str = "en",
+    lang: str | None = None,
     release: bool = True,
     db_url: str | None = None,
     exchange_root: str | None = None,
@@ -137,11 +161,13 @@ def build_course(
     course_dir.chmod(course_dir.stat().st_mode & 0o770)
     write_config(course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id)
     chosen = [resolve(name) for name in exercises] if exercises else list(core_exercises())
+    languages = exercise_languages(course_dir, chosen, lang)
     built = []
     for exercise in chosen:
-        source = write_source(course_dir, exercise, lang)
+        source = write_source(course_dir, exercise, languages[exercise])
         if release:
-            run_nbgrader(course_dir, "generate_assignment", exercise, "--force")
+            stub = f"--ClearSolutions.text_stub={TEXT_STUBS[languages[exercise]]}"
+            run_nbgrader(course_dir, "generate_assignment", exercise, "--force", stub)
             built.append(release_notebook_path(course_dir, exercise))
         else:
             built.append(source)

@@ -29,7 +29,12 @@ from autograder.nbgrader_plugins.sanitize import (
 
 TEMPLATES = Path(__file__).with_name("templates")
 # $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
-_MATH = re.compile(r"\$\$(.+?)\$\$|(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\w$])", re.S)
+# Inline math as pandoc reads it: `$` then a non-space, a non-space then `$` not followed by a
+# digit; also not touching an ASCII letter or digit outside (US$5, $5 and $6 stay prices), but
+# any other script may touch it (`$L$인`: a Korean particle follows its word directly).
+_MATH = re.compile(
+    r"\$\$(.+?)\$\$|(?<![\\$A-Za-z0-9])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![A-Za-z0-9$])", re.S
+)
 _CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
 # characters markdown would still act on between the tags of inline MathML
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}

@@ -95,8 +95,33 @@ def test_build_in_korean_through_nbgrader(tmp_path):
     assert release["metadata"]["attn_grade"]["lang"] == "ko"
     prose = "".join("".join(c["source"]) for c in release["cells"] if c["cell_type"] == "markdown")
     assert "연습" in prose
+    assert "YOUR ANSWER HERE" not in prose and "여기에 답을 쓰세요" in prose, "the stub too"
     ids = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in release["cells"]]
     english = json.loads(
         (PROJECT_ROOT / "assignments" / "source" / EXERCISE / f"{EXERCISE}.ipynb").read_text()
     )
     assert ids == [c["metadata"].get("nbgrader", {}).get("grade_id") for c in english["cells"]]
+
+
+def test_commands_run_inside_the_course_find_it(tmp_path):
+    """Issue 21: inside the course, `report` said "run attn-grade build first", and `build`
+    there nested a new course in ./assignments."""
+    import subprocess
+    import sys
+
+    from autograder.course.build import tool_env
+
+    course = tmp_path / "course"
+    assert attn_grade("build", "ex1", "--course", str(course), "--no-release").returncode == 0
+
+    def inside(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "autograder.cli.app", *args]
+        return subprocess.run(command, cwd=course, env=tool_env(), capture_output=True, text=True)
+
+    report = inside("report")
+    assert report.returncode == 0, report.stderr
+    assert (course / "report.html").is_file()
+    rebuilt = inside("build", "ex2", "--no-release")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert (course / "source" / "ex2_attention_heatmap").is_dir()
+    assert not (course / "assignments").exists(), "no course nested in the course"

@@ -3,6 +3,8 @@ file, course id and exchange persist between builds, one exercise's rebuild touc
 
 from __future__ import annotations
 
+import json
+
 from autograder.course.api import nbgrader_api
 from autograder.course.build import build_course
 
@@ -27,6 +29,24 @@ def test_rebuilds_keep_instructor_settings(tmp_path):
     assert api.config.Exchange.root == "/srv/exchange", "--exchange persists"
     assert api.config.ZipCollectApp.archive_directory == "from-the-lms"
     assert "GradeWithChecks" in str(api.config.Autograde.autograde_preprocessors)
+
+
+def test_each_exercise_keeps_its_language_until_told_otherwise(tmp_path, capsys):
+    """Issue 21: rebuilding one exercise silently switched a Korean exercise back to English."""
+    course = tmp_path / "course"
+
+    def lang(exercise: str) -> str:
+        path = course / "source" / exercise / f"{exercise}.ipynb"
+        return json.loads(path.read_text())["metadata"]["attn_grade"]["lang"]
+
+    build_course(course, [EX1, EX2], release=False)
+    build_course(course, [EX2], release=False, lang="ko")
+    build_course(course, [EX1, EX2], release=False)
+    assert (lang(EX1), lang(EX2)) == ("en", "ko")
+    assert f"{EX2} stays in ko" in capsys.readouterr().out, "and says so"
+    build_course(course, [EX2], release=False, lang="en")
+    build_course(course, [EX2], release=False)
+    assert lang(EX2) == "en"
 
 
 def test_a_config_of_an_older_attn_grade_is_kept_aside(tmp_path, capsys):
