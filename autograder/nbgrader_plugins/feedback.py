@@ -20,6 +20,7 @@ from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 from traitlets.config import Config
 
+from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
 from autograder.nbgrader_plugins.sanitize import (
     clean_output_html,
@@ -72,7 +73,9 @@ class FeedbackExporter(HTMLExporter):
                 continue  # added by autograde in front of the student's cells
             number += 1
             cell.metadata["attn_cell"] = number
-        return super().from_notebook_node(nb, resources, **kw)
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        lang = language(nb.metadata)
+        return output.replace("<html>", f'<html lang="{lang}">', 1), resources
 
     @pass_context
     def markdown2html(self, context, source):
@@ -86,6 +89,15 @@ class FeedbackExporter(HTMLExporter):
     def default_filters(self):
         yield from super().default_filters()
         yield ("clean_html", clean_output_html)  # outputs and comments: the same allow-list
+        yield ("t", _translate)
+        yield ("mathml", lambda markdown: math_to_mathml(neutralise_tex(markdown)))
+
+
+@pass_context
+def _translate(context, text: str) -> str:
+    """The template's `{{ "Your code" | t }}`: the page's words in the notebook's language."""
+    nb = context.get("nb")
+    return words(text, language(nb.metadata if nb is not None else {}))
 
 
 class GetGradesAndPending(GetGrades):
@@ -101,6 +113,9 @@ class GetGradesAndPending(GetGrades):
         )
         pending = bool(grade.needs_manual_grade) and grade.manual_score is None
         cell.metadata.nbgrader["pending"] = pending
+        # graded by hand, then changed (a resubmission): the gradebook asks for a new look
+        review = bool(grade.needs_manual_grade) and grade.manual_score is not None
+        cell.metadata.nbgrader["review"] = review
         resources["nbgrader"]["pending"] = resources["nbgrader"].get("pending", 0) + pending
 
 

@@ -21,11 +21,12 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
-from autograder.core.results import GradeReport
+from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status, student_words
 from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
+from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 
@@ -212,6 +213,7 @@ class GradeWithChecks(NbGraderPreprocessor):
 
     @staticmethod
     def _write_grade_cells(nb: NotebookNode, report: GradeReport) -> None:
+        lang = language(nb.metadata)
         by_id: dict[str, list] = {}
         for check in report.checks:
             by_id.setdefault(check.grade_id, []).append(check)
@@ -221,13 +223,14 @@ class GradeWithChecks(NbGraderPreprocessor):
                 continue
             checks = by_id.get(nbgrader.get("grade_id"), [])
             earned = sum(check.points for check in checks)
-            lines = [check.feedback() for check in checks] or [
-                "no automatic checks belong to this cell"
+            lines = [_check_line(check, lang) for check in checks] or [
+                words("no automatic checks belong to this cell", lang)
             ]
             if report.status != Status.OK:
-                lines.append(f"(note: {student_words(report.status)})")
+                lines.append(f"({words('note', lang)}: {student_words(report.status)})")
             possible = nbgrader.get("points", 0)
-            lines.append(f"points for this cell: {earned:g} of {possible:g} (the number below)")
+            total = words("points for this cell: %s of %s (the number below)", lang)
+            lines.append(total % (f"{earned:g}", f"{possible:g}"))
             cell.outputs = [
                 from_dict(
                     {"output_type": "stream", "name": "stdout", "text": "\n".join(lines) + "\n"}
@@ -253,7 +256,7 @@ class GradeWithChecks(NbGraderPreprocessor):
 
     @staticmethod
     def _write_summary(nb: NotebookNode, report: GradeReport) -> None:
-        text = report_html(report)
+        text = report_html(report, language(nb.metadata))
         cells = [c for c in nb.cells if c.get("id") == REPORT_CELL_ID]
         if cells:
             cells[0].source = text
@@ -262,3 +265,10 @@ class GradeWithChecks(NbGraderPreprocessor):
         if (nb.nbformat, nb.nbformat_minor) >= (4, 5):
             cell["id"] = REPORT_CELL_ID
         nb.cells.insert(0, cell)
+
+
+def _check_line(check: CheckResult, lang: str) -> str:
+    """CheckResult.feedback() in the notebook's language (page_text.py)."""
+    status = words("passed", lang) if check.passed else words("FAILED", lang)
+    text = f"[{status}] {check.name} ({check.points:g}/{check.max_points:g})"
+    return f"{text}: {check.message}" if check.message else text

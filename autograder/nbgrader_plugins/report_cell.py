@@ -8,8 +8,10 @@ import html
 
 from autograder.core.results import MANUAL_POINTS, GradeReport
 from autograder.core.status import student_words
+from autograder.nbgrader_plugins.page_text import words
 
 REPORT_CELL_ID = "attn-grade-report"  # the report cell's id (DeduplicateIds runs first)
+HEADINGS = ("check", "result", "points", "message")
 
 
 def escape(text: str) -> str:
@@ -21,31 +23,46 @@ def escape(text: str) -> str:
     return "<br>".join(line.strip() or "&nbsp;" for line in lines)
 
 
-def report_html(report: GradeReport) -> str:
-    """The markdown source of the report cell: one raw HTML block with no blank line."""
+def breakable(identifier: str) -> str:
+    """An (escaped) identifier that a narrow column breaks after its underscores, not inside
+    its words."""
+    return identifier.replace("_", "_<wbr>")
+
+
+def report_html(report: GradeReport, lang: str = "en") -> str:
+    """The markdown source of the report cell, in `lang` (page_text.py): one raw HTML block
+    with no blank line. The table carries bootstrap's classes too, so that formgrader (which
+    has bootstrap but not our page's style) spaces its columns; a result is a symbol and a
+    word, never a colour alone."""
     status = student_words(report.status)
+    summary = words(
+        "%s of %s points from automatic checks; the written answer (%s points) is graded by "
+        "your instructor.",
+        lang,
+    ) % (f"{report.score:g}", f"{report.max_score:g}", f"{MANUAL_POINTS:g}")
     rows = [
         '<div class="attn-grade-report">',
-        f"<p><strong>Autograder report</strong>: {report.score:g} of {report.max_score:g} points "
-        f"from automatic checks; the written answer ({MANUAL_POINTS:g} points) is graded by "
-        "your instructor.</p>",
+        f"<p><strong>{words('Autograder report', lang)}</strong>: {summary}</p>",
     ]
     if status:
-        rows.append(f"<p><strong>Note:</strong> {escape(status)}.</p>")
+        rows.append(f"<p><strong>{words('Note', lang)}:</strong> {escape(status)}.</p>")
+    head = "".join(f"<th>{words(name, lang)}</th>" for name in HEADINGS)
     rows += [
-        '<table class="attn-grade-checks">',
-        "<thead><tr><th>check</th><th>result</th><th>points</th><th>message</th></tr></thead>",
+        '<table class="attn-grade-checks table table-condensed">',
+        f"<thead><tr>{head}</tr></thead>",
         "<tbody>",
     ]
     for check in report.checks:
-        result = "passed" if check.passed else "failed"
+        result = f"✓ {words('passed', lang)}" if check.passed else f"✗ {words('failed', lang)}"
+        kind = "passed" if check.passed else "failed"
         rows.append(
-            f"<tr><td><code>{escape(check.name)}</code></td><td>{result}</td>"
+            f"<tr><td><code>{breakable(escape(check.name))}</code></td>"
+            f'<td class="result {kind}">{result}</td>'
             f"<td>{check.points:g} / {check.max_points:g}</td><td>{escape(check.message)}</td></tr>"
         )
     rows += ["</tbody>", "</table>"]
     if report.messages:
-        rows.append("<p><strong>Notes</strong></p>")
+        rows.append(f"<p><strong>{words('Notes', lang)}</strong></p>")
         rows.append("<ul>" + "".join(f"<li>{escape(m)}</li>" for m in report.messages) + "</ul>")
     rows.append("</div>")
     return "\n".join(rows) + "\n"

@@ -26,7 +26,7 @@ HTML_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1",
     "h2", "h3", "h4", "h5", "h6", "hr", "i", "kbd", "li", "ol", "p", "pre", "s", "samp",
     "small", "span", "strong", "sub", "sup", "table", "tbody", "td", "tfoot", "th", "thead",
-    "tr", "u", "ul",
+    "tr", "u", "ul", "wbr",
 }  # fmt: skip
 MATHML_TAGS = {
     "math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msub", "msup", "msubsup",
@@ -55,13 +55,18 @@ TEX_MACROS = re.compile(
 
 
 # Outputs of the autograded notebook are ours (ClearOutput removed the student's): our report
-# keeps the two classes the page styles it by, and nothing else.
-REPORT_CLASSES = {"attn-grade-report", "attn-grade-checks"}
+# keeps the exact class attributes the page (and formgrader's bootstrap) styles it by, and
+# nothing else.
+REPORT_CLASSES = {
+    "div": {"attn-grade-report"},
+    "table": {"attn-grade-checks", "attn-grade-checks table table-condensed"},
+    "td": {"result passed", "result failed"},
+}
 
 
 def _report_attributes(tag: str, name: str, value: str) -> bool:
     if name == "class":
-        return tag in ("div", "table") and value in REPORT_CLASSES
+        return value in REPORT_CLASSES.get(tag, set())
     return name in ATTRIBUTES.get(tag, [])
 
 

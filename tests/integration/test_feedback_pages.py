@@ -5,8 +5,10 @@ script runs in the feedback or in formgrader's rendering (checked in headless Ch
 from __future__ import annotations
 
 import base64
+import html as html_module
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,6 +49,35 @@ FORGED = (
 ERROR_ATTACK = f"raise ValueError({FORGED!r})\n"
 
 
+HAND_COMMENT = "Good start, but **why** does it hold for $\\sqrt{d_k}$?"
+# every word of the page's own (and nbgrader's) in English: none may be on a Korean page
+ENGLISH_CHROME = (
+    "Autograder report", "Your code", "Your written answer", "Written answer", "Comments",
+    "Score:", "not graded yet", "(Top)", "YOUR ANSWER HERE", "Checks", "from automatic checks",
+    "passed", "failed", "No response.",
+)  # fmt: skip
+# measures, in the browser, whether a fixed column of the check table broke inside a word
+LAYOUT_PROBE = """<script>
+window.addEventListener("load", function () {
+  var out = [];
+  document.querySelectorAll("table.attn-grade-checks tbody tr").forEach(function (row) {
+    var line = parseFloat(getComputedStyle(row.cells[1]).lineHeight) || 20;
+    [1, 2].forEach(function (i) {
+      var cell = row.cells[i];
+      var range = document.createRange();
+      range.selectNodeContents(cell);
+      out.push([i, range.getClientRects().length, cell.scrollWidth <= cell.clientWidth + 1]);
+    });
+  });
+  var probe = document.createElement("pre");
+  probe.id = "layout-probe";
+  probe.textContent = JSON.stringify({rows: out, width: document.documentElement.scrollWidth,
+                                      view: window.innerWidth});
+  document.body.appendChild(probe);
+});
+</script>"""
+
+
 def cells_of(notebook: dict, grade_id: str) -> list[dict]:
     return [
         c
@@ -77,12 +108,15 @@ def with_fake_outputs(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    """ex2 (alice: reference, mallory: hostile) autograded by `nbgrader autograde`, ex5 (alice)
-    by `attn-grade autograde`; feedback generated for both."""
+    """ex2 (alice: reference, mallory: hostile) autograded by `nbgrader autograde`, ex5 in
+    Korean (alice) by `attn-grade autograde`; mallory's written answer graded by hand, with a
+    comment, then changed (under review); feedback generated for both."""
     root = tmp_path_factory.mktemp("pages")
     course, exchange = root / "course", root / "exchange"
     exchange.mkdir(mode=0o777)
-    built = attn_grade("build", EX2, EX5, "--course", str(course), "--exchange", str(exchange))
+    built = attn_grade("build", EX2, "--course", str(course), "--exchange", str(exchange))
+    assert built.returncode == 0, built.stderr
+    built = attn_grade("build", EX5, "--lang", "ko", "--course", str(course))
     assert built.returncode == 0, built.stderr
     for exercise, students in ((EX2, ("alice", "mallory")), (EX5, ("alice",))):
         release = course / "release" / exercise / f"{exercise}.ipynb"
@@ -98,6 +132,15 @@ def course(tmp_path_factory) -> Path:
     nbgrader(course, "autograde", EX2)
     graded = attn_grade("autograde", EX5, "--course", str(course), "--workers", "2")
     assert graded.returncode == 0, graded.stderr
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        notebook = gradebook.find_submission_notebook(EX2, EX2, "mallory")
+        answer = next(g for g in notebook.grades if g.name == "answer_pattern")
+        answer.manual_score, answer.needs_manual_grade = 1.0, True  # graded, then resubmitted
+        comment = next(c for c in notebook.comments if c.name == "answer_pattern")
+        comment.manual_comment = HAND_COMMENT
+        gradebook.db.commit()
     for exercise in (EX2, EX5):
         nbgrader(course, "generate_feedback", exercise)
     return course
@@ -260,3 +303,69 @@ def test_pages_number_the_cells_as_the_notes_do(course):
     assert f'<div class="cell-number">cell {number}</div>' in html
     assert f'<span class="cell-number">cell {written}</span>' in html
     assert "cell cell" not in html
+
+
+def page_text(page: Path, code: bool = True) -> str:
+    """The page's text; without `code`, without the notebook's code (what the student was given
+    and wrote, in the language of code)."""
+    body = page.read_text().split("<body>", 1)[1]
+    if not code:
+        body = re.sub(r'<div class="highlight[^"]*"><pre>.*?</pre>', " ", body, flags=re.S)
+    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def test_a_korean_page_speaks_korean(course):
+    """Issue 21: the feedback of a Korean exercise was English around the content, without a
+    `lang`, with raw `$` where a Hangul particle followed math."""
+    page = feedback(course, "alice", EX5)
+    html = page.read_text()
+    assert '<html lang="ko">' in html
+    text = page_text(page, code=False)
+    assert "자동 채점 결과" in text and "서술형 답안" in text
+    assert [word for word in ENGLISH_CHROME if word in text] == []
+    assert "$" not in text, "every math span rendered"
+    assert '<html lang="en">' in feedback(course, "alice", EX2).read_text()
+
+
+def test_sections_are_named_after_their_grade_cells(course):
+    html = feedback(course, "alice", EX2).read_text()
+    toc = html.split('<div id="toc">', 1)[1].split("</div>", 1)[0]
+    assert "Checks of <code>MultiHeadAttention</code>" in toc
+    assert "Written answer: <code>answer_pattern</code>" in toc
+    assert toc.count("<li>") == 7, "one entry per grade cell"
+
+
+def test_hand_grading_reads_as_it_stands(course):
+    """A comment renders as the markdown it is (no literal tags); a hand grade given before a
+    resubmission is shown under review, not as final."""
+    html = feedback(course, "mallory", EX2).read_text()
+    text = page_text(feedback(course, "mallory", EX2))
+    assert "<strong>why</strong>" in html and "<p>" not in text and "**" not in text
+    assert "under review: changed since it was graded (earlier grade 1.0 / 2.0)" in text
+    assert "Score: 1.0 / 2.0" not in text
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 390])
+@pytest.mark.parametrize(("exercise", "lang"), [(EX2, "en"), (EX5, "ko")])
+def test_the_check_table_reads_at_every_width(course, tmp_path, exercise, lang, width):
+    """At 1280 px and on a phone (390 px) the result and points columns never break inside a
+    word and the page never scrolls sideways; screenshots of both languages are kept in
+    test-artifacts/ (a CJK font is installed: no Korean character is a box)."""
+    if lang == "ko":
+        fonts = subprocess.run(["fc-list", ":lang=ko"], capture_output=True, text=True)
+        assert fonts.stdout.strip(), "no Korean font: install fonts-noto-cjk"
+    page = feedback(course, "alice", exercise)
+    probed = tmp_path / "probed.html"
+    probed.write_text(page.read_text().replace("</body>", LAYOUT_PROBE + "</body>"))
+    dom = dump_dom(probed, tmp_path / "profile", size=f"{width},2400")
+    found = re.search(r'<pre id="layout-probe">(.*?)</pre>', dom, re.S)
+    assert found, "the probe ran"
+    layout = json.loads(html_module.unescape(found[1]))
+    assert layout["rows"], "the check table is on the page"
+    broken = [row for row in layout["rows"] if row[1] != 1 or not row[2]]
+    assert not broken, f"a narrow column wrapped or overflowed at {width} px: {broken}"
+    assert layout["width"] <= layout["view"], "the page scrolls sideways"
+    name = f"feedback-{exercise[:3]}-{lang}-{width}px.png"
+    shot = screenshot_to(page, tmp_path / "shot", ARTIFACTS / name, size=f"{width},2400")
+    assert shot.read_bytes().startswith(PNG)

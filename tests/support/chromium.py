@@ -84,9 +84,10 @@ def _run(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
-def dump_dom(page: Path, profile: Path) -> str:
-    """The DOM after the page loaded (and any script in it ran), with a given profile dir."""
-    return _run(page, profile, "--dump-dom").stdout
+def dump_dom(page: Path, profile: Path, size: str = "1200,2400") -> str:
+    """The DOM after the page loaded (and any script in it ran), with a given profile dir, in
+    a window of `size` ("width,height")."""
+    return _run(page, profile, "--dump-dom", f"--window-size={size}").stdout
 
 
 def screenshot_to(page: Path, profile: Path, out: Path, size: str = "1200,2400") -> Path:

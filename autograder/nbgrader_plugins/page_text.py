@@ -1,0 +1,63 @@
+"""The words of the pages a student reads (the report cell, the feedback page's chrome), in the
+notebook's language: one home for them.
+
+The language is the notebook's `attn_grade.lang` metadata (written by `attn-grade build`); a
+value that is not a language of ours reads as English (a student who edits it can only switch
+the page between our two languages). Check messages are not translated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+LANGUAGES = ("en", "ko")
+
+KO: Mapping[str, str] = {
+    # the report cell
+    "Autograder report": "자동 채점 결과",
+    "%s of %s points from automatic checks; the written answer (%s points) is graded by your "
+    "instructor.": "자동 검사에서 %s / %s점. 서술형 답안(%s점)은 담당 교수자가 채점합니다.",
+    "Note": "참고",
+    "Notes": "알림",
+    "check": "검사",
+    "result": "결과",
+    "points": "점수",
+    "message": "메시지",
+    "passed": "통과",
+    "failed": "실패",
+    "FAILED": "실패",
+    # a test cell's output
+    "no automatic checks belong to this cell": "이 셀에 속한 자동 검사가 없습니다",
+    "note": "참고",
+    "points for this cell: %s of %s (the number below)": "이 셀의 점수: %s / %s (아래 숫자)",
+    # the feedback page
+    "Score": "점수",
+    "Your code": "작성한 코드",
+    "Your written answer": "작성한 서술형 답안",
+    "Checks of": "검사 대상:",
+    "Checks": "검사",
+    "Written answer": "서술형 답안",
+    "Comments": "코멘트",
+    "Top": "맨 위로",
+    "not graded yet (%s points)": "아직 채점되지 않음 (%s점)",
+    "the written answer is not graded yet": "서술형 답안은 아직 채점되지 않았습니다",
+    "under review: changed since it was graded (earlier grade %s / %s)": (
+        "재검토 중: 채점 후 답안이 바뀌었습니다 (이전 점수 %s / %s)"
+    ),
+    "Late submission penalty": "지각 제출 감점",
+    "cell": "셀",
+    # nbgrader's own words
+    "No response.": "답안이 없습니다.",
+}
+
+
+def language(metadata: Mapping) -> str:
+    """The notebook's language from its metadata (module doc)."""
+    ours = metadata.get("attn_grade") if isinstance(metadata, Mapping) else None
+    found = ours.get("lang") if isinstance(ours, Mapping) else None
+    return found if isinstance(found, str) and found in LANGUAGES else "en"
+
+
+def words(text: str, lang: str) -> str:
+    """`text` in `lang` (English, the key, when there is no translation)."""
+    return KO.get(text, text) if lang == "ko" else text
