@@ -43,6 +43,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         release=not args.no_release,
         exchange_root=args.exchange,
         course_id=args.course_id,
+        force=args.force,
     )
     for path in built:
         print(path)
@@ -189,6 +190,11 @@ def parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--course-id",
         help="nbgrader course id (kept for later builds; default: attention-transformers)",
+    )
+    build.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild an exercise that is already released and has submissions",
     )
     build.set_defaults(run=cmd_build)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import jinja2
 import nbformat
 
+from autograder.core.errors import UsageError
 from autograder.exercises import core_exercises, resolve
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import LANGUAGES, render_cells
@@ -131,6 +132,22 @@ def release_notebook_path(course_dir: Path, exercise: str) -> Path:
     return course_dir / "release" / exercise / f"{exercise}.ipynb"
 
 
+def refuse_rebuilding_handed_in(course_dir: Path, exercises: list[str]) -> None:
+    """A rebuild changes the notebook that students have: an exercise already released with
+    submissions is only rebuilt with --force (the submissions stay as they are)."""
+    handed_in = {
+        exercise: len(list(course_dir.glob(f"submitted/*/{exercise}")))
+        for exercise in exercises
+        if release_notebook_path(course_dir, exercise).is_file()
+    }
+    named = [f"{exercise} ({count} submitted)" for exercise, count in handed_in.items() if count]
+    if named:
+        raise UsageError(
+            f"{', '.join(named)}: released, with submissions; rebuilding changes the notebook "
+            "students have (their submissions stay). Add --force to rebuild anyway."
+        )
+
+
 def write_source(course_dir: Path, exercise: str, lang: str) -> Path:
     path = source_notebook_path(course_dir, exercise)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +165,7 @@ def build_course(
     db_url: str | None = None,
     exchange_root: str | None = None,
     course_id: str | None = None,
+    force: bool = False,
 ) -> list[Path]:
     """Write config and source notebooks; with `release`, run `nbgrader generate_assignment`.
 
@@ -161,6 +179,8 @@ def build_course(
     course_dir.chmod(course_dir.stat().st_mode & 0o770)
     write_config(course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id)
     chosen = [resolve(name) for name in exercises] if exercises else list(core_exercises())
+    if not force:
+        refuse_rebuilding_handed_in(course_dir, chosen)
     languages = exercise_languages(course_dir, chosen, lang)
     built = []
     for exercise in chosen:

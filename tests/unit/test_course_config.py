@@ -58,3 +58,24 @@ def test_a_config_of_an_older_attn_grade_is_kept_aside(tmp_path, capsys):
     assert (course / "nbgrader_config.py.old").read_text().endswith(OURS)
     assert "load_subconfig" in (course / "nbgrader_config.py").read_text()
     assert "nbgrader_config.py.old" in capsys.readouterr().err
+
+
+def test_a_released_exercise_with_submissions_is_rebuilt_only_with_force(tmp_path):
+    """Issue 21: a rebuild changed the notebook of an exercise students had handed in, without
+    a word."""
+    import pytest
+
+    from autograder.core.errors import UsageError
+
+    course = tmp_path / "course"
+    build_course(course, [EX1, EX2], release=False)
+    for exercise in (EX1, EX2):  # both released
+        release = course / "release" / exercise / f"{exercise}.ipynb"
+        release.parent.mkdir(parents=True)
+        release.write_text("{}")
+    (course / "submitted" / "alice" / EX1).mkdir(parents=True)
+    build_course(course, [EX2], release=False)  # released, nobody handed in: fine
+    with pytest.raises(UsageError, match=f"{EX1} \\(1 submitted\\).*--force"):
+        build_course(course, [EX1, EX2], release=False)
+    build_course(course, [EX1], release=False, force=True)
+    assert (course / "submitted" / "alice" / EX1).is_dir(), "submissions are left alone"
