@@ -291,14 +291,16 @@ def autograde_course(
     db_url: str | None = None,
     scheduler: str | None = None,
     force: bool = False,
+    student: str | None = None,
 ) -> int:
-    """Autograde all submissions that need it; print a table. Returns the process exit code."""
+    """Autograde all submissions that need it (or every submission of one `student`, up to
+    date or not); print a table. Returns the process exit code."""
     # with --scheduler the pool runs nbgrader's part only, in one process or more
     with worker_pool(workers, always=scheduler is not None) as pool:
-        return _autograde(course, exercises, pool, db_url, scheduler, force)
+        return _autograde(course, exercises, pool, db_url, scheduler, force, student)
 
 
-def _autograde(course, exercises, pool, db_url, scheduler, force) -> int:
+def _autograde(course, exercises, pool, db_url, scheduler, force, student=None) -> int:
     from autograder.sandbox import isolation
 
     try:
@@ -311,6 +313,13 @@ def _autograde(course, exercises, pool, db_url, scheduler, force) -> int:
     level = isolation.choose().describe()
     with batch_lock(course) as state:
         submissions, accounting = find_submissions(course, exercises or list(EXERCISES))
+        if student is not None:  # one student's regrade
+            submissions = [item for item in submissions if item.student == student]
+            mine = (f"{student}/", f"{student}:")
+            accounting.problems = [p for p in accounting.problems if p.startswith(mine)]
+            force = True
+            if not submissions:
+                raise UsageError(f"no submitted notebook of student {student!r} to grade")
         for problem in accounting.problems:
             print(f"attn-grade autograde: {problem}", file=sys.stderr)
         if not submissions:
@@ -380,6 +389,23 @@ def _key(item: Submitted) -> tuple[str, str]:
     return (item.exercise, item.student)
 
 
+def written_state(submission) -> str:
+    """The table's `manual` column: `pending` (to grade), `review` (graded, then changed),
+    the hand score once graded, `blank` (an untouched answer: zero without a look), or `-`."""
+    answers = [
+        grade
+        for notebook in submission.notebooks
+        for grade in notebook.grades
+        if grade.cell_type == "markdown"
+    ]
+    if any(grade.needs_manual_grade for grade in answers):
+        needing = [grade for grade in answers if grade.needs_manual_grade]
+        return "review" if any(g.manual_score is not None for g in needing) else "pending"
+    if any(grade.manual_score is not None for grade in answers):
+        return f"{submission.written_score:g}/{submission.max_written_score:g}"
+    return "blank" if answers else "-"
+
+
 def score_table(api, submissions: list[Submitted], notes: dict) -> str:
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -392,7 +418,7 @@ def score_table(api, submissions: list[Submitted], notes: dict) -> str:
             except MissingEntry:  # a worker failed on its first grading: no row yet
                 manual, auto = "-", "-"
             else:
-                manual = "pending" if submission.needs_manual_grade else "-"
+                manual = written_state(submission)
                 auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
             note = notes.get(_key(item)) or ""
             rows.append(

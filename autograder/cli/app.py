@@ -95,6 +95,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         db_url=args.db,
         scheduler=args.scheduler,
         force=args.force,
+        student=args.student,
     )
 
 
@@ -243,6 +244,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="regrade every submission, even those the audit log shows graded from the same "
         "notebook, checks, grader and isolation level",
+    )
+    autograde.add_argument(
+        "--student",
+        help="regrade only this student's submissions (up to date or not), with the audit "
+        "line and the table",
     )
     isolation_option(autograde)
     autograde.set_defaults(run=cmd_autograde)

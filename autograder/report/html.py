@@ -98,5 +98,8 @@ def write_report(course: Path, out: Path | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     table = csv_path(out)
     write_checks_csv(batch, table)
-    out.write_text(render(batch, title=f"Batch report: {course.name}", csv_name=table.name))
+    from autograder.course.api import nbgrader_api
+
+    course_id = nbgrader_api(course).coursedir.course_id or course.name
+    out.write_text(render(batch, title=f"Batch report: {course_id}", csv_name=table.name))
     return out

@@ -93,6 +93,34 @@ def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course)
     assert graded[2] == graded[1]
 
 
+def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
+    """Issue 21: `attn-grade autograde --student ID` regrades one student (up to date or not)
+    with an audit line; the table's manual column tells a hand score from a blank answer."""
+    from nbgrader.api import Gradebook
+
+    first = attn_grade("autograde", EXERCISE, "--course", str(course))
+    assert first.returncode == 0, first.stderr
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        notebook = gradebook.find_submission_notebook(EXERCISE, EXERCISE, "alice")
+        answer = next(g for g in notebook.grades if g.cell_type == "markdown")
+        answer.manual_score, answer.needs_manual_grade = 1.5, False  # as formgrader does
+        gradebook.db.commit()
+    audit = course / "audit.jsonl"
+    before = audit.read_text().count("\n")
+    done = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "bob")
+    assert done.returncode == 0, done.stderr
+    new_lines = audit.read_text().splitlines()[before:]
+    assert [json.loads(line)["student"] for line in new_lines] == ["bob"]
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("bob", "al"))]
+    assert [row[0] for row in rows] == ["bob"], "the table shows the regraded student only"
+    everyone = attn_grade("autograde", EXERCISE, "--course", str(course))
+    manual = {line.split()[0]: line.split()[3] for line in everyone.stdout.splitlines()[1:] if
+              line.split() and line.split()[0] in ("alice", "bob", "carol")}  # fmt: skip
+    assert manual == {"alice": "1.5/2", "bob": "pending", "carol": "blank"}
+    unknown = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "zed")
+    assert unknown.returncode == 2 and "zed" in unknown.stderr
+
+
 def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
     from autograder.batch.pool import pool_context
 

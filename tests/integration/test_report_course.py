@@ -71,6 +71,7 @@ def score_variance(d_k, n_samples=10_000, seed=0):
     return float(s.var()), float((s / d_k ** 0.5).var())
 """,
 }
+COURSE_ID = "cs-attention-2026"
 
 
 def solution_cells(notebook: dict):
@@ -100,7 +101,7 @@ def honest(notebook: dict) -> dict:
 @pytest.fixture(scope="module")
 def graded_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("report") / "course"
-    built = attn_grade("build", EXERCISE, "--course", str(course))
+    built = attn_grade("build", EXERCISE, "--course", str(course), "--course-id", COURSE_ID)
     assert built.returncode == 0, built.stderr
     release = course / "release" / EXERCISE / f"{EXERCISE}.ipynb"
     texts = {s: submission_text(release, EXERCISE, s) for s in ("alice", "bob", "carol")}
@@ -133,6 +134,7 @@ def test_report_of_a_graded_course(graded_course, tmp_path):
     dom = rendered_dom(out)
     text = visible_text(dom)
     assert "6 submissions in 1 exercises" in text, text
+    assert f"<title>Batch report: {COURSE_ID}</title>" in out.read_text(), "titled by course id"
     # alice, bob and dave wrote the answer; carol and erin left it blank; notjson is graded 0
     assert "waiting for a hand grade 3 of 6 (6 points)" in text, text
     assert re.search(r"no_sqrt_scaling : the scores were not divided by sqrt\(d_k\) ×1 bob", text)
