@@ -118,11 +118,13 @@ def regrade_diff(
     jobs = [Job(exercise, student, str(path)) for exercise, student, path in accounting.found]
     counts = {"up": 0, "down": 0, "unchanged": 0, "new": 0, "failed": 0}
     width = max(len(clean_text(student, 80)) for _, student, _ in accounting.found)
-    for (exercise, student, path), new in zip(
-        accounting.found, grade_all(jobs, workers), strict=True
+    announce(jobs, workers)
+    for done, ((exercise, student, path), new) in enumerate(
+        zip(accounting.found, grade_all(jobs, workers), strict=True), start=1
     ):
         old = before.get((exercise, student), Before("new"))
         print(change_line(student, exercise, path, old, new, width), flush=True)
+        print(f"attn-grade regrade: {done}/{len(jobs)} graded", file=sys.stderr, flush=True)
         counts[kind_of(old, new)] += 1
     print(
         f"\n{len(jobs)} submission(s): "
@@ -130,6 +132,21 @@ def regrade_diff(
     )
     print(WRITE_HINT)
     return 1 if accounting.problems else 0
+
+
+def announce(jobs: list[Job], workers: int) -> None:
+    """Before the first line (which can take a minute): what is being done, and how long it
+    should take from the exercises' grading-time estimates."""
+    from autograder.exercises import grading_seconds
+
+    estimate = sum(grading_seconds(job.exercise) for job in jobs) / max(1, min(workers, len(jobs)))
+    print(
+        f"attn-grade regrade: grading {len(jobs)} submission(s) with the current checks on "
+        f"{workers} worker(s), about {max(1, round(estimate / 60))} min; each line appears as "
+        "its submission is graded",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def kind_of(old: Before, new: Outcome) -> str:

@@ -222,6 +222,8 @@ def test_regrade_diff_shows_each_change_and_writes_nothing(graded, tmp_path):
     assert line_of(done.stdout, "dave").startswith(f"dave  {EX}  5 -> 7 (+2)  was the gradebook")
     assert line_of(done.stdout, "erin") == f"erin  {EX}  new -> 7"
     assert "3 submission(s): 2 up, 0 down, 0 unchanged, 1 new" in done.stdout
+    assert "grading 3 submission(s) with the current checks" in done.stderr, "never silent"
+    assert "3/3 graded" in done.stderr
     assert "nothing was written; `attn-grade autograde`" in done.stdout
     assert snapshot(course) == before  # no audit line, no gradebook change, no copied notebook
     assert sorted(p.name for p in tmp_path.iterdir()) == ["course"]  # nor anything beside it
