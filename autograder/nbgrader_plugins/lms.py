@@ -51,7 +51,9 @@ _CANVAS = re.compile(
     r"^[a-z0-9]+(?P<late>_LATE)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+)$", re.IGNORECASE
 )
 _MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
-_MOODLE_FOLDER = re.compile(r"^.+_(?P<student_id>\d+)_assignsubmission_file_?$")
+_MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<student_id>\d+)_assignsubmission_file_?$")
+# a display name we keep: printable, no markup or quotes, at most 100 characters
+_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`=+@]{1,100}")
 TIMES_FILE = "submission_times.csv"
 # what LMSs and browsers append to a re-submitted or re-downloaded file: "-1", " (1)"
 _COPY_SUFFIX = re.compile(r"(?:-\d+| \(\d+\))$")
@@ -111,7 +113,31 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
             self.log.warning("refused %s: the same student and notebook as %s, and no "
                              "submission time to choose the latest", filename, clash)  # fmt: skip
             return None
+        self._record_name(filename, fields["student_id"])
         return {**fields, "timestamp": self._submission_time(filename, fields)}
+
+    def _record_name(self, filename: str, student: str) -> None:
+        """The name Moodle's participant folder shows ("Jane Doe": first names, then the last
+        word as the last name) goes into the gradebook, so nbgrader export and formgrader show
+        it; a student who already has a name there (a roster) keeps it. Canvas and Blackboard
+        names in downloads are logins, not names: not recorded."""
+        folder = _MOODLE_FOLDER.match(Path(filename).parent.name)
+        coursedir = getattr(self.parent, "coursedir", None)
+        if folder is None or coursedir is None or self.named_regexp:
+            return
+        name = " ".join(folder["name"].split())
+        if not _SAFE_NAME.fullmatch(name):
+            self.log.warning("%s: the name %s is not kept (markup or control characters)",
+                             filename, ascii(name))  # fmt: skip
+            return
+        first, _, last = name.rpartition(" ")
+        with Gradebook(coursedir.db_url, course_id=coursedir.course_id) as gradebook:
+            try:
+                known = gradebook.find_student(student)
+            except MissingEntry:
+                known = None
+            if known is None or not (known.first_name or known.last_name):
+                gradebook.update_or_create_student(student, first_name=first, last_name=last)
 
     def _submission_time(self, filename: str, fields: dict[str, str]) -> str:
         """The submission's time, as the module doc says where it comes from (UTC, nbgrader's

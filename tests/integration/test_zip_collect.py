@@ -115,6 +115,12 @@ def test_an_lms_term_records_times_applies_late_penalties_and_releases_feedback(
             assert (submission.total_seconds_late > 0) == late, submission.student.id
             assert submission.code_score == 8
             assert submission.late_submission_penalty == (8 if late else 0)
+    nbgrader(course, "export", "--to", "grades.csv")
+    names = {
+        row["student_id"]: (row["first_name"], row["last_name"])
+        for row in csv.DictReader((course / "grades.csv").open())
+    }
+    assert names["123456"] == ("Jane", "Doe") and names["234567"] == ("Bob", "Roe"), names
     nbgrader(course, "generate_feedback", EX1)
     done = nbgrader(course, "release_feedback", EX1)
     students = [student for members in TERM.values() for _, student, _ in members.values()]
