@@ -12,7 +12,7 @@ from autograder.exercises import DEFAULT_COURSE_DIR
 
 
 def cmd_feedback_zip(args: argparse.Namespace) -> int:
-    from autograder.nbgrader_plugins.lms_return import feedback_zip
+    from autograder.nbgrader_plugins.lms_return import downloaded_prefixes, feedback_zip
 
     exercise, coursedir, extracted = _course_and_download(args)
     pattern = coursedir.format_path(coursedir.feedback_directory, "*", exercise)
@@ -25,7 +25,8 @@ def cmd_feedback_zip(args: argparse.Namespace) -> int:
         raise UsageError(f"no feedback pages for {exercise}: run nbgrader generate_feedback first")
     default = Path(coursedir.root) / f"feedback_{exercise}_{args.lms}.zip"
     out = Path(args.out) if args.out else default
-    included, missing = feedback_zip(pages, extracted, args.lms, out)
+    prefixes = downloaded_prefixes(extracted.parent, extracted, args.lms)
+    included, missing = feedback_zip(pages, prefixes, out)
     print(f"{out}: feedback of {len(included)} student(s) for {args.lms}'s bulk upload")
     if missing:
         print(f"not in the {args.lms} download (return their feedback otherwise): "
@@ -43,7 +44,7 @@ def cmd_lms_grades(args: argparse.Namespace) -> int:
     )
 
     exercise, coursedir, extracted = _course_and_download(args)
-    names = downloaded_names(downloaded_prefixes(extracted, args.lms))
+    names = downloaded_names(downloaded_prefixes(extracted.parent, extracted, args.lms))
     if not names:
         raise UsageError(f"no {args.lms} file names in {extracted}")
     scores = {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import json
 import os
 import re
 from pathlib import Path
@@ -84,6 +85,40 @@ def lms_fields(path: Path) -> dict[str, str] | None:
     return fields
 
 
+NAMES_FILE = "lms_students.json"  # beside the download: {lms: {student id: prefix}}
+
+
+def download_name(path: Path) -> tuple[str, str, str] | None:
+    """(lms, student id, the name the LMS gave the student's files without the notebook's
+    name) of a file of a download: Canvas's file-name prefix (`doejane_12345_6789012_`),
+    Moodle's participant folder (`Jane Doe_123456_assignsubmission_file_/`); None for a file
+    that is neither (Blackboard has no bulk feedback upload of this kind)."""
+    fields = lms_fields(path)
+    if fields is None:
+        return None
+    if _MOODLE_FOLDER.match(path.parent.name):
+        return "moodle", fields["student_id"], path.parent.name + "/"
+    canvas = re.match(r"^[a-z0-9]+(?:_LATE)?_\d+_\d+_", path.name, re.IGNORECASE)
+    if canvas and _CANVAS.match(path.name):
+        return "canvas", fields["student_id"], canvas.group(0)
+    return None
+
+
+def recorded_names(download: Path) -> dict[str, dict[str, str]]:
+    """What every zip_collect of this download folder recorded (NAMES_FILE)."""
+    try:
+        found = json.loads((download / NAMES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {
+        lms: {str(s): str(p) for s, p in names.items()}
+        for lms, names in found.items()
+        if isinstance(names, dict)
+    }
+
+
 class LmsFileNameCollector(FileNameCollectorPlugin):
     """zip_collect's collector for Canvas, Moodle and Blackboard downloads (see module doc).
 
@@ -114,7 +149,21 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
                              "submission time to choose the latest", filename, clash)  # fmt: skip
             return None
         self._record_name(filename, fields["student_id"])
+        self._remember_download_name(filename)
         return {**fields, "timestamp": self._submission_time(filename, fields)}
+
+    def _remember_download_name(self, filename: str) -> None:
+        """Keep the LMS's name for the student's files beside the download (NAMES_FILE), so
+        that feedback and grades go back under it after later downloads too."""
+        named = download_name(Path(filename)) if not self.named_regexp else None
+        app = self.parent
+        if named is None or not hasattr(app, "_format_collect_path"):
+            return
+        download = Path(app._format_collect_path(app.archive_directory)).parent
+        names = recorded_names(download)
+        lms, student, prefix = named
+        names.setdefault(lms, {})[student] = prefix
+        (download / NAMES_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")
 
     def _record_name(self, filename: str, student: str) -> None:
         """The name Moodle's participant folder shows ("Jane Doe": first names, then the last

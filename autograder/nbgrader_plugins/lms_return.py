@@ -39,7 +39,7 @@ from pathlib import Path
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 
 from autograder.nbgrader_plugins.intake import write_csv
-from autograder.nbgrader_plugins.lms import lms_fields
+from autograder.nbgrader_plugins.lms import download_name, recorded_names
 
 LMS_LAYOUTS = ("canvas", "moodle")
 
@@ -82,21 +82,15 @@ class LmsAwareReleaseFeedback(ExchangeReleaseFeedback):
         return found
 
 
-def downloaded_prefixes(extracted: Path, lms: str) -> dict[str, str]:
-    """student id -> the name the LMS gave that student's files, without the notebook's name:
-    Canvas's file-name prefix (`doejane_12345_6789012_`), Moodle's participant folder
-    (`Jane Doe_123456_assignsubmission_file_/`); from the extracted download."""
-    found: dict[str, str] = {}
-    for path in sorted(extracted.rglob("*")):
-        fields = lms_fields(path) if path.is_file() else None
-        if fields is None:
-            continue
-        if lms == "moodle" and "_assignsubmission_file" in path.parent.name:
-            found.setdefault(fields["student_id"], path.parent.name + "/")
-        elif lms == "canvas" and "_assignsubmission_file" not in path.name + path.parent.name:
-            cut = _canvas_prefix(path.name)
-            if cut:
-                found.setdefault(fields["student_id"], cut)
+def downloaded_prefixes(download: Path, extracted: Path, lms: str) -> dict[str, str]:
+    """student id -> the name the LMS gave that student's files (lms.download_name): what
+    every zip_collect of the exercise recorded (a second download holds only the students who
+    handed in again), else what the extracted download shows."""
+    found = dict(recorded_names(download).get(lms, {}))
+    for path in sorted(extracted.rglob("*")) if extracted.is_dir() else []:
+        named = download_name(path) if path.is_file() else None
+        if named is not None and named[0] == lms and named[1] not in found:
+            found[named[1]] = named[2]
     return found
 
 
@@ -150,20 +144,13 @@ def _points(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _canvas_prefix(name: str) -> str | None:
-    match = re.match(r"^[a-z0-9]+(?:_LATE)?_\d+_\d+_", name, re.IGNORECASE)
-    return match.group(0) if match else None
-
-
 def feedback_zip(
-    pages: list[tuple[str, Path]], extracted: Path, lms: str, out: Path
+    pages: list[tuple[str, Path]], prefixes: dict[str, str], out: Path
 ) -> tuple[list[str], list[str]]:
     """Write the LMS's bulk-feedback zip (module doc) of `pages` ((student id, page) pairs) to
-    `out`, naming each after the student's files in the extracted download; (students in it,
-    students left out because the download has no file of theirs)."""
-    if lms not in LMS_LAYOUTS:
-        raise ValueError(f"--lms is one of {', '.join(LMS_LAYOUTS)}, not {lms!r}")
-    prefixes = downloaded_prefixes(extracted, lms)
+    `out`, naming each after the student's files in the download (`prefixes`, from
+    downloaded_prefixes); (students in it, students left out because no download of the LMS
+    had a file of theirs)."""
     included, missing = set(), set()
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as bundle:

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.chromium import MARKER, chromium, dump_dom, planted, screenshot_to
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
+from tests.support.pages import ENGLISH_CHROME, page_text
 
 pytestmark = pytest.mark.slow
 EX2, EX5 = "ex2_attention_heatmap", "ex5_causal_mask"
@@ -50,12 +51,6 @@ ERROR_ATTACK = f"raise ValueError({FORGED!r})\n"
 
 
 HAND_COMMENT = "Good start, but **why** does it hold for $\\sqrt{d_k}$?"
-# every word of the page's own (and nbgrader's) in English: none may be on a Korean page
-ENGLISH_CHROME = (
-    "Autograder report", "Your code", "Your written answer", "Written answer", "Comments",
-    "Score:", "not graded yet", "(Top)", "YOUR ANSWER HERE", "Checks", "from automatic checks",
-    "passed", "failed", "No response.",
-)  # fmt: skip
 # measures, in the browser, whether a fixed column of the check table broke inside a word
 LAYOUT_PROBE = """<script>
 window.addEventListener("load", function () {
@@ -303,15 +298,6 @@ def test_pages_number_the_cells_as_the_notes_do(course):
     assert f'<div class="cell-number">cell {number}</div>' in html
     assert f'<span class="cell-number">cell {written}</span>' in html
     assert "cell cell" not in html
-
-
-def page_text(page: Path, code: bool = True) -> str:
-    """The page's text; without `code`, without the notebook's code (what the student was given
-    and wrote, in the language of code)."""
-    body = page.read_text().split("<body>", 1)[1]
-    if not code:
-        body = re.sub(r'<div class="highlight[^"]*"><pre>.*?</pre>', " ", body, flags=re.S)
-    return " ".join(html_module.unescape(re.sub(r"<[^>]+>", " ", body)).split())
 
 
 def test_a_korean_page_speaks_korean(course):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import json
 import zipfile
 
 import pytest
 
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
+from tests.support.pages import ENGLISH_CHROME, page_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]
 EX1 = "ex1_numpy_attention"
@@ -79,12 +81,29 @@ TERM = {
 LATE = {"23456", "34567"}
 
 
+def resubmitted(solved: str) -> str:
+    """The same notebook with a new written answer."""
+    notebook = json.loads(solved)
+    answer = next(
+        c
+        for c in notebook["cells"]
+        if c["cell_type"] == "markdown" and c["metadata"].get("nbgrader", {}).get("solution")
+    )
+    answer["source"] = "새 답안: $\\sqrt{d_k}$로 나누면 분산이 1이 됩니다."
+    return json.dumps(notebook)
+
+
 def test_an_lms_term_records_times_applies_late_penalties_and_releases_feedback(tmp_path):
+    """The term of issue 21, in Korean: build, release, a Canvas download with late work and a
+    Moodle download, zip_collect, autograde, a hand grade, a resubmission, feedback (no English
+    chrome, no raw `$`, the changed answer under review), feedback and grades for the LMS."""
     from nbgrader.api import Gradebook
 
     course, exchange = tmp_path / "course", tmp_path / "exchange"
     exchange.mkdir(mode=0o777)
-    built = attn_grade("build", EX1, "--course", str(course), "--exchange", str(exchange))
+    built = attn_grade(
+        "build", EX1, "--lang", "ko", "--course", str(course), "--exchange", str(exchange)
+    )
     assert built.returncode == 0, built.stderr
     with (course / "nbgrader_config.py").open("a") as config:
         config.write('c.LateSubmissionPlugin.penalty_method = "zero"\n')
@@ -115,6 +134,24 @@ def test_an_lms_term_records_times_applies_late_penalties_and_releases_feedback(
             assert (submission.total_seconds_late > 0) == late, submission.student.id
             assert submission.code_score == 8
             assert submission.late_submission_penalty == (8 if late else 0)
+        jane = gradebook.find_submission_notebook(EX1, EX1, "123456")
+        answer = next(g for g in jane.grades if g.cell_type == "markdown")
+        answer.manual_score, answer.needs_manual_grade = 1.5, False  # as formgrader does
+        comment = next(c for c in jane.comments if c.name == answer.name)
+        comment.manual_comment = "좋아요. 그런데 **왜** $\\sqrt{d_k}$인가요?"
+        gradebook.db.commit()
+
+    # a second Moodle download: Jane Doe changed her written answer after it was graded
+    (download / "archive" / "canvas.zip").unlink()
+    name = next(n for n in TERM["moodle"] if n.startswith("Jane Doe"))
+    with zipfile.ZipFile(download / "archive" / "moodle.zip", "w") as bundle:
+        bundle.writestr(zipfile.ZipInfo(name, (2026, 11, 20, 9, 0, 0)), resubmitted(solved))
+    nbgrader(course, "zip_collect", "--force", EX1)
+    nbgrader(course, "autograde", EX1, "--student", "123456", "--force")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        jane = gradebook.find_submission_notebook(EX1, EX1, "123456")
+        answer = next(g for g in jane.grades if g.cell_type == "markdown")
+        assert answer.needs_manual_grade and answer.manual_score == 1.5
     nbgrader(course, "export", "--to", "grades.csv")
     names = {
         row["student_id"]: (row["first_name"], row["last_name"])
@@ -122,6 +159,12 @@ def test_an_lms_term_records_times_applies_late_penalties_and_releases_feedback(
     }
     assert names["123456"] == ("Jane", "Doe") and names["234567"] == ("Bob", "Roe"), names
     nbgrader(course, "generate_feedback", EX1)
+    page = course / "feedback" / "123456" / EX1 / f"{EX1}.html"
+    assert '<html lang="ko">' in page.read_text()
+    text = page_text(page, code=False)
+    assert [word for word in ENGLISH_CHROME if word in text] == [], "Korean chrome only"
+    assert "$" not in text and "**" not in text, "math and markdown rendered, comment included"
+    assert "재검토 중" in text and "새 답안" in text, "the changed answer is under review"
     done = nbgrader(course, "release_feedback", EX1)
     students = [student for members in TERM.values() for _, student, _ in members.values()]
     assert all(student in done.stderr for student in students), "each is named, none lost"
@@ -156,6 +199,6 @@ def test_an_lms_term_records_times_applies_late_penalties_and_releases_feedback(
         "Feedback comments",
     ]  # fmt: skip
     assert {(r["Identifier"], r["Full name"], r["Grade"], r["Maximum Grade"]) for r in moodle} == {
-        ("Participant 123456", "Jane Doe", "8", "10"),
+        ("Participant 123456", "Jane Doe", "9.5", "10"),
         ("Participant 234567", "Bob Roe", "8", "10"),
     }
