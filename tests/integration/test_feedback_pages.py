@@ -355,3 +355,12 @@ def test_the_check_table_reads_at_every_width(course, tmp_path, exercise, lang, 
     name = f"feedback-{exercise[:3]}-{lang}-{width}px.png"
     shot = screenshot_to(page, tmp_path / "shot", ARTIFACTS / name, size=f"{width},2400")
     assert shot.read_bytes().startswith(PNG)
+
+
+def test_formgraders_copy_of_the_report_is_spaced(course, tmp_path):
+    """Issue 21: formgrader (bootstrap, not our page's style) showed "passed0.75 / 0.75": the
+    report's table keeps bootstrap's table classes through formgrader's sanitizing."""
+    html = formgrader_page(course, "alice", EX2, tmp_path / "formgrader.html").read_text()
+    assert '<table class="attn-grade-checks table table-condensed">' in html
+    assert "bootstrap" in html, "formgrader's page carries bootstrap, which spaces .table cells"
+    assert '<td class="result passed">' in html
