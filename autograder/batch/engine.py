@@ -29,6 +29,7 @@ from autograder.audit import log as audit
 from autograder.batch import scratch
 from autograder.batch.messages import Graded, Recorded
 from autograder.batch.pool import worker_pool
+from autograder.batch.table import score_table
 from autograder.core import faults
 from autograder.core.errors import UsageError
 from autograder.core.status import Status
@@ -387,41 +388,3 @@ def table_notes(submissions, accounting_notes: dict, outcomes: dict) -> dict:
 
 def _key(item: Submitted) -> tuple[str, str]:
     return (item.exercise, item.student)
-
-
-def written_state(submission) -> str:
-    """The table's `manual` column: `pending` (to grade), `review` (graded, then changed),
-    the hand score once graded, `blank` (an untouched answer: zero without a look), or `-`."""
-    answers = [
-        grade
-        for notebook in submission.notebooks
-        for grade in notebook.grades
-        if grade.cell_type == "markdown"
-    ]
-    if any(grade.needs_manual_grade for grade in answers):
-        needing = [grade for grade in answers if grade.needs_manual_grade]
-        return "review" if any(g.manual_score is not None for g in needing) else "pending"
-    if any(grade.manual_score is not None for grade in answers):
-        return f"{submission.written_score:g}/{submission.max_written_score:g}"
-    return "blank" if answers else "-"
-
-
-def score_table(api, submissions: list[Submitted], notes: dict) -> str:
-    from nbgrader.api import Gradebook, MissingEntry
-
-    width = max([len(item.student) for item in submissions] + [len("student")])
-    rows = [f"{'student':<{width}} {'exercise':<28} {'auto':>9}  {'manual':<8}  note"]
-    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
-        for item in submissions:
-            try:
-                submission = gradebook.find_submission(item.exercise, item.student)
-            except MissingEntry:  # a worker failed on its first grading: no row yet
-                manual, auto = "-", "-"
-            else:
-                manual = written_state(submission)
-                auto = f"{submission.code_score:g}/{submission.max_code_score:g}"
-            note = notes.get(_key(item)) or ""
-            rows.append(
-                f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"
-            )
-    return "\n".join(rows)
