@@ -110,14 +110,16 @@ def test_hang_in_softmax_costs_only_the_checks_that_need_it(tmp_path):
     path = write_notebook(notebook, tmp_path / f"{EX1}.ipynb")
     report = grade_notebook(path, budget=Budget(call_timeout=3.0, cell_timeout=10.0))
     passed = {c.name for c in report.checks if c.passed}
-    assert {
+    # max_abs_diff_vs_torch is checked with a stub in place of the student's attention (so
+    # without the stuck softmax): its half point is earned
+    assert passed == {
         "test_make_qkv_shapes_and_dtype",
         "test_make_qkv_seeded_standard_normal",
+        "test_max_abs_diff_compares_with_torch",
         "test_score_variance_close_to_d_k_and_one",
         "test_score_variance_uses_its_arguments",
-    } <= passed
-    assert not any(c.passed for c in report.checks if c.name.startswith("test_softmax"))
-    assert report.score == 2.5
+    }
+    assert report.score == 3.0
 
 
 # -- tampering -----------------------------------------------------------------------------------
