@@ -12,6 +12,8 @@ tests/exercises/test_mutants.py grades a sample.
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
 import sys
 import tempfile
 import time
@@ -21,7 +23,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.authoring.mutants import EQUIVALENT, Mutant, mutants_of
-from autograder.exercises import EXERCISES, resolve
+from autograder.exercises import EXERCISES, reference_module, resolve
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
@@ -34,6 +36,16 @@ def notebook_with(mutant: Mutant) -> nbformat.NotebookNode:
             cell.source = mutant.source
             return notebook
     raise LookupError(f"no solution cell {mutant.target} in {mutant.exercise}")
+
+
+def changed(mutant: Mutant) -> str:
+    """The mutant's first line that differs from the reference's (both as ast.unparse writes
+    them)."""
+    original = inspect.getsource(getattr(reference_module(mutant.exercise), mutant.target))
+    before = ast.unparse(ast.parse(original)).splitlines()
+    after = mutant.source.splitlines()
+    pairs = zip(before, after, strict=False)
+    return next((new.strip() for old, new in pairs if old != new), "?")
 
 
 def grade(mutant: Mutant) -> tuple[Mutant, float, float, list[str]]:
@@ -83,7 +95,7 @@ def main() -> int:
         cells = (exercise, total, killed, live, equivalent, f"{rate:.1f}%", f"{seconds:.0f}")
         print("| " + " | ".join(map(str, cells)) + " |")
     for mutant in survivors:
-        print(f"\nSURVIVED {mutant.exercise} {mutant.id}: {mutant.where}")
+        print(f"\nSURVIVED {mutant.exercise} {mutant.id}: {mutant.where}\n  -> {changed(mutant)}")
     for key, why in EQUIVALENT.items():
         print(f"\nEQUIVALENT {key}: {why}")
     return 0
