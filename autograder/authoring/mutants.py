@@ -60,6 +60,57 @@ EQUIVALENT: dict[str, str] = {
         "entries has variance d_k, like q·k, and divided by √d_k variance 1: the two returned "
         "numbers have the same distribution, and they are all the contract observes"
     ),
+    **{
+        f"ex2_attention_heatmap MultiHeadAttention:10:{span}": (
+            "num_heads < 0 for num_heads <= 0: the contract asks for ValueError only when "
+            "d_model is not divisible by num_heads; num_heads = 0 is outside it (either way "
+            "the call fails)"
+        )
+        for span in ("11-25:comparison",)
+    },
+    **{
+        f"ex2_attention_heatmap plot_attention:{where}": (
+            "the figure's size or the ticks' angle: presentation the contract leaves to the "
+            "student (it fixes the cells, one tick per token at the cell centres, the labels "
+            "and a colorbar)"
+        )
+        for where in (
+            "4:11-34:drop_term",
+            "4:17-34:operator",
+            "4:17-34:drop_term",
+            "5:29-39:operator",
+            "5:29-39:drop_term",
+            "9:55-57:off_by_one",
+        )
+    },
+    **{
+        f"ex4_gqa_analysis GroupedQueryAttention:10:{span}": (
+            "n_heads < 0 (or n_kv_heads < 0) for <= 0: the contract asks for ValueError when "
+            "d_model % n_heads or n_heads % n_kv_heads is not 0; zero heads is outside it"
+        )
+        for span in ("11-23:comparison", "27-42:comparison")
+    },
+    **{
+        f"ex4_gqa_analysis GroupedQueryAttention:{where}": (
+            "nn.Linear(n_heads * head_dim, d_model) for nn.Linear(d_model, n_heads * head_dim) "
+            "(and back for W_o): the contract requires d_model % n_heads == 0, so n_heads * "
+            "head_dim == d_model and the two are the same layer"
+        )
+        for where in ("18:19-74:swap_args", "21:19-74:swap_args")
+    },
+    "ex4_gqa_analysis kv_cache_mib:11:8-94:swap_args": (
+        "seq_len and n_kv_heads swapped in the call of kv_cache_bytes: they are only multiplied, "
+        "so the result is the same for every input"
+    ),
+    "ex4_gqa_analysis gqa_report:28:32-75:swap_args": (
+        "seq_len and n_kv_heads swapped in the call of kv_cache_mib: they are only multiplied, "
+        "so every reported number is the same"
+    ),
+    "ex4_gqa_analysis gqa_report:12:15-33:operator": (
+        "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
+        "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "
+        "that is a float either way"
+    ),
 }
 
 

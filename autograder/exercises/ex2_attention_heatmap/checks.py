@@ -111,12 +111,14 @@ def test_build_vocab_first_appearance_order(submission, mistakes, rng):
 
 
 # -- MultiHeadAttention ------------------------------------------------------------------------
-def mha_case(submission, rng):
+def mha_case(submission, rng, one_head: bool = False):
     """The student's module (in eval mode) for fresh sizes (B, L, num_heads and d_model all
-    different), its projections' weights and biases as a float64 state dict (zero biases where
-    it has none), the head count, an input x and a description of the call."""
+    different; `one_head`: num_heads = 1, which the contract admits), its projections' weights
+    and biases as a float64 state dict (zero biases where it has none), the head count, an
+    input x and a description of the call."""
     while True:
         batch, length, heads = distinct_sizes(rng, 3, 2, 8)
+        heads = 1 if one_head else heads
         d_model = heads * int(rng.integers(2, 6))
         if d_model not in (batch, length, heads):
             break
@@ -221,10 +223,11 @@ def test_mha_rejects_indivisible_d_model(submission, mistakes, rng):
 
 @check(points=1.0, grade_id="check_mha")
 def test_mha_matches_reference_with_its_own_weights(submission, mistakes, rng):
-    module, params, heads, x, what = mha_case(submission, rng)
-    output, weights = student_attention(module, x, None, what)
-    expected, candidates = mha_expected(mistakes, params, heads, x)
-    expect_attention(output, weights, expected, candidates, what)
+    for one_head in (False, True):  # one head: a model the contract admits
+        module, params, heads, x, what = mha_case(submission, rng, one_head)
+        output, weights = student_attention(module, x, None, what)
+        expected, candidates = mha_expected(mistakes, params, heads, x)
+        expect_attention(output, weights, expected, candidates, what)
 
 
 @check(points=0.75, grade_id="check_mha")
