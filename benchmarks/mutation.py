@@ -89,6 +89,8 @@ def main() -> int:
         )
         survivors += live
         print(f"{exercise}: {rows[-1][2]}/{len(mutants)} killed", file=sys.stderr, flush=True)
+        for mutant in live:  # as soon as the exercise is done (a long run may be cut short)
+            print(f"  survived {mutant.id}: {changed(mutant)}", file=sys.stderr, flush=True)
     print("| exercise | mutants | killed | survived | equivalent | killed of non-equivalent | s |")
     print("|---|---|---|---|---|---|---|")
     for exercise, total, killed, live, equivalent, rate, seconds in rows:
