@@ -106,6 +106,30 @@ EQUIVALENT: dict[str, str] = {
         "seq_len and n_kv_heads swapped in the call of kv_cache_mib: they are only multiplied, "
         "so every reported number is the same"
     ),
+    **{
+        key: (
+            "zero heads (or a zero head_dim) is outside the contract, which asks for ValueError "
+            "only on divisibility and odd sizes; an odd head_dim of 1 fails the parity test anyway"
+        )
+        for key in (
+            "ex6_rope rope_frequencies:6:7-20:comparison",
+            "ex6_rope rope_frequencies:6:19-20:off_by_one",
+            "ex6_rope RoPEAttention:9:11-25:comparison",
+            "ex7_kv_cache CachedSelfAttention:14:11-23:comparison",
+            "ex7_kv_cache CachedSelfAttention:14:27-42:comparison",
+        )
+    },
+    "ex6_rope RoPEAttention:9:53-73:operator": (
+        "d_model / num_heads % 2 for d_model // num_heads % 2: evaluated only when d_model is a "
+        "multiple of num_heads, where both are the same number"
+    ),
+    **{
+        f"ex7_kv_cache CachedSelfAttention:{where}": (
+            "nn.Linear(n_heads * head_dim, d_model) for nn.Linear(d_model, n_heads * head_dim) "
+            "(and back for W_o): d_model == n_heads * head_dim under the contract, the same layer"
+        )
+        for where in ("23:19-74:swap_args", "26:19-74:swap_args")
+    },
     "ex4_gqa_analysis gqa_report:12:15-33:operator": (
         "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
         "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "
