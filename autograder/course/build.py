@@ -66,18 +66,26 @@ def course_settings(course_dir: Path, **given: str | None) -> dict[str, str | No
         "db_url": None,
         "exchange_root": None,
     }
-    saved = json.loads(path.read_text()) if path.is_file() else {}
+    saved = _saved_settings(path)
     settings.update({k: v for k, v in saved.items() if k in settings and isinstance(v, str)})
     settings.update({k: v for k, v in given.items() if v is not None})
-    path.write_text(json.dumps({**saved, **settings}, indent=2, sort_keys=True) + "\n")
+    _save_settings(path, {**saved, **settings})
     return settings
+
+
+def _saved_settings(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _save_settings(path: Path, settings: dict) -> None:
+    path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
 def exercise_languages(course_dir: Path, exercises: list[str], lang: str | None) -> dict[str, str]:
     """Each exercise's notebook language: `lang` when given (and remembered in the course's
     settings, like --course-id), else the one it was last built in, else English."""
     path = course_dir / SETTINGS
-    saved = json.loads(path.read_text()) if path.is_file() else {}
+    saved = _saved_settings(path)
     found = saved.get("languages")
     known: dict[str, str] = {
         e: v for e, v in (found.items() if isinstance(found, dict) else ()) if v in LANGUAGES
@@ -88,9 +96,7 @@ def exercise_languages(course_dir: Path, exercises: list[str], lang: str | None)
             if kept != "en":
                 print(f"attn-grade build: {exercise} stays in {kept} as built before "
                       "(--lang en to change it)")  # fmt: skip
-    path.write_text(
-        json.dumps({**saved, "languages": {**known, **chosen}}, indent=2, sort_keys=True) + "\n"
-    )
+    _save_settings(path, {**saved, "languages": {**known, **chosen}})
     return chosen
 
 

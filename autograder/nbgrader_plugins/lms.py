@@ -98,9 +98,9 @@ def download_name(path: Path) -> tuple[str, str, str] | None:
         return None
     if _MOODLE_FOLDER.match(path.parent.name):
         return "moodle", fields["student_id"], path.parent.name + "/"
-    canvas = re.match(r"^[a-z0-9]+(?:_LATE)?_\d+_\d+_", path.name, re.IGNORECASE)
-    if canvas and _CANVAS.match(path.name):
-        return "canvas", fields["student_id"], canvas.group(0)
+    canvas = _CANVAS.match(path.name)
+    if canvas:  # Canvas's fields, up to the student's own file name
+        return "canvas", fields["student_id"], path.name[: canvas.start("file_id")]
     return None
 
 
@@ -156,10 +156,9 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         """Keep the LMS's name for the student's files beside the download (NAMES_FILE), so
         that feedback and grades go back under it after later downloads too."""
         named = download_name(Path(filename)) if not self.named_regexp else None
-        app = self.parent
-        if named is None or not hasattr(app, "_format_collect_path"):
+        download = self._download_folder()
+        if named is None or download is None:
             return
-        download = Path(app._format_collect_path(app.archive_directory)).parent
         names = recorded_names(download)
         lms, student, prefix = named
         names.setdefault(lms, {})[student] = prefix
@@ -229,18 +228,23 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
                         pass
         return self._due
 
+    def _download_folder(self) -> Path | None:
+        """downloaded/<assignment>/ (the archive's folder's parent), or None when not run by
+        zip_collect."""
+        app = self.parent
+        try:
+            return Path(app._format_collect_path(app.archive_directory)).parent
+        except AttributeError:
+            return None
+
     def _instructor_times(self) -> dict[str, datetime.datetime]:
         """student id -> time, from submission_times.csv beside the download (module doc);
         a row that is not a valid student id and a time is named in an error and left out."""
         if getattr(self, "_times", None) is None:
             self._times: dict[str, datetime.datetime] = {}
-            app = self.parent
-            try:
-                folder = Path(app._format_collect_path(app.archive_directory)).parent
-            except AttributeError:  # not run by zip_collect
-                return self._times
-            path = folder / TIMES_FILE
-            if path.is_file():
+            folder = self._download_folder()
+            path = folder / TIMES_FILE if folder is not None else None
+            if path is not None and path.is_file():
                 self._times = self._read_times(path)
         return self._times
 
