@@ -130,6 +130,14 @@ EQUIVALENT: dict[str, str] = {
         )
         for where in ("23:19-74:swap_args", "26:19-74:swap_args")
     },
+    **{
+        f"ex7_kv_cache kv_projections:{where}": (
+            "the answer for n_new = 0 changed: there the contract's two descriptions part (its "
+            "cached formula prompt_len + n_new - 1 gives prompt_len - 1, while `generate` makes no "
+            "pass at all), so either answer follows the contract and the checks draw n_new >= 1"
+        )
+        for where in ("3:7-17:comparison", "4:15-16:off_by_one")
+    },
     "ex4_gqa_analysis gqa_report:12:15-33:operator": (
         "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
         "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "

@@ -144,6 +144,21 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
         rtol=0,
         mistakes=candidates,
     )
+    # Positions past 2**24 are integers float32 cannot hold (2**24 + 1 rounds to 2**24). With
+    # head_dim 2 the only frequency is theta_0 = 1, exact in every dtype and every way of
+    # computing it, so any float64 implementation agrees with the reference to 1e-15 here.
+    far = 2**24 + 2 * int(rng.integers(0, 1000)) + 1
+    pair = tensor(rng, x.shape[0], int(rng.integers(3, 7)), 2)
+    what = f"apply_rope(x, offset={far}) for float64 x of shape {tuple(pair.shape)}"
+    observed, candidates = rotated(submission, mistakes, pair, what, offset=far)
+    expect_close(
+        observed,
+        ref.apply_rope(pair, offset=far),
+        f"{what} (positions past 2**24 need float64 or integer positions)",
+        atol=ATOL64,
+        rtol=0,
+        mistakes=candidates,
+    )
 
 
 @check(
@@ -244,7 +259,16 @@ def seeded_weights(rng: np.random.Generator, d_model: int) -> dict[str, torch.Te
 @check(points=1.5, grade_id="check_rope_attention")
 def test_rope_attention_matches_the_reference_on_its_weights(submission, mistakes, rng):
     batch, length, d_model, heads = attention_sizes(rng)
-    sizes = (d_model, heads)
+    compare_on_seeded_weights(submission, mistakes, rng, batch, length, (d_model, heads))
+    # One head (head_dim = d_model) is a model the contract admits and that a split can get wrong.
+    head_dim = even_sizes(rng, 1, 2, 6)[0]
+    compare_on_seeded_weights(submission, mistakes, rng, batch, length, (head_dim, 1))
+
+
+def compare_on_seeded_weights(
+    submission, mistakes, rng: np.random.Generator, batch: int, length: int, sizes: tuple[int, int]
+) -> None:
+    d_model = sizes[0]
     module = submission.call("RoPEAttention", *sizes)
     state = module.call("state_dict")
     ensure(

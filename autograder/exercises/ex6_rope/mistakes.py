@@ -121,6 +121,22 @@ def apply_rope(x, offset=0, base=10000.0):
 
 
 @CATALOGUE.mistake(
+    "positions_in_float32",
+    "the positions were made in float32, which cannot hold every integer past 2**24 "
+    "(2**24 + 1 becomes 2**24): make them in float64 (or keep them integers)",
+    check="test_apply_rope_offset_continues_the_positions",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = offset + torch.arange(x.shape[-2]).float()
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
     "positions_along_the_wrong_axis",
     "the position was taken from the first axis of x instead of the second-to-last (rows)",
     check="test_apply_rope_matches_the_formula",

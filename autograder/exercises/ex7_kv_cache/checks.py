@@ -170,7 +170,19 @@ def test_kv_cache_appends_along_time(submission, mistakes, rng):
 # -- CachedSelfAttention -------------------------------------------------------------------------
 @check(points=1.0, grade_id="check_cached_attention")
 def test_cached_attention_matches_the_reference_without_a_cache(submission, mistakes, rng):
-    batch, length, *sizes = attention_sizes(rng)
+    batch, length, d_model, n_heads, n_kv = attention_sizes(rng)
+    head_dim = d_model // n_heads
+    for sizes in (
+        (d_model, n_heads, n_kv),  # grouped (g >= 2, n_kv_heads >= 2)
+        (d_model, n_heads, 1),  # one K/V head for every query head (MQA)
+        (head_dim, 1, 1),  # one head: head_dim = d_model
+    ):
+        compare_without_a_cache(submission, mistakes, rng, batch, length, sizes)
+
+
+def compare_without_a_cache(
+    submission, mistakes, rng: np.random.Generator, batch: int, length: int, sizes: tuple
+) -> None:
     module, weights = student_module(submission, rng, tuple(sizes))
     x = torch.from_numpy(rng.normal(size=(batch, length, sizes[0]))).float()
 
@@ -195,7 +207,14 @@ def test_cached_attention_matches_the_reference_without_a_cache(submission, mist
     requires=("test_cached_attention_matches_the_reference_without_a_cache",),
 )
 def test_cached_attention_every_split_equals_the_whole(submission, mistakes, rng):
-    batch, length, *sizes = attention_sizes(rng)
+    batch, length, d_model, n_heads, n_kv = attention_sizes(rng)
+    for sizes in ((d_model, n_heads, n_kv), (d_model, n_heads, 1)):  # grouped, then MQA
+        compare_splits(submission, mistakes, rng, batch, length, sizes)
+
+
+def compare_splits(
+    submission, mistakes, rng: np.random.Generator, batch: int, length: int, sizes: tuple
+) -> None:
     module, weights = student_module(submission, rng, tuple(sizes))
     x = torch.from_numpy(rng.normal(size=(batch, length, sizes[0]))).float()
     whole = as_array(module(x), "the output without a cache", allow=("tensor",))
