@@ -55,6 +55,16 @@ def write_notebook(notebook, path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def shared_sandbox():
+    """This worker's reusable sandbox for trusted notebooks (tests/support/shared.py)."""
+    from tests.support.shared import SharedSandbox
+
+    pool = SharedSandbox()
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
 def release_of(tmp_path_factory):
     """exercise -> its release notebook, built once per session by the real nbgrader."""
     course = tmp_path_factory.mktemp("course")

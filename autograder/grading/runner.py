@@ -30,6 +30,7 @@ from autograder.grading.plugin import GradingPlugin, derive_seed
 from autograder.grading.submission import Budget, Submission
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.process import Sandbox
 
 log = logging.getLogger("attn_grade")
 # pytest runs the checks in-process and the isolation level is read from the environment:
@@ -128,9 +129,11 @@ def grade_loaded(
     budget: Budget | None = None,
     only: list[str] | None = None,
     demos: bool = False,
+    shared: Sandbox | None = None,
 ) -> GradeReport:
     """Grade a loaded program; with a `reason`, every check fails with that reason. With
     `demos`, the demo cells then run after the checks and their outputs go in `displays`.
+    `shared`: a started sandbox to reuse, for trusted notebooks only (see `Submission`).
     One grading at a time per process (GRADING_LOCK)."""
     with GRADING_LOCK:
         return _grade_loaded(
@@ -142,6 +145,7 @@ def grade_loaded(
             budget=budget,
             only=only,
             demos=demos,
+            shared=shared,
         )
 
 
@@ -155,6 +159,7 @@ def _grade_loaded(
     budget: Budget | None,
     only: list[str] | None,
     demos: bool,
+    shared: Sandbox | None,
 ) -> GradeReport:
     started = time.monotonic()
     exercise = loaded.exercise
@@ -167,7 +172,12 @@ def _grade_loaded(
     report.messages += [f"notebook: {problem}" for problem in loaded.problems]
     unavailable = f"the notebook was not run: {reason}" if reason else None
     submission = Submission(
-        loaded.program, limits or Limits(), budget or Budget(), unavailable=unavailable, level=level
+        loaded.program,
+        limits or Limits(),
+        budget or Budget(),
+        unavailable=unavailable,
+        level=level,
+        shared=shared,
     )
     with submission:
         submission.start_in_background()

@@ -271,9 +271,10 @@ def params():
 
 
 @pytest.mark.parametrize(("exercise", "cells", "checks"), list(params()))
-def test_both_readings_get_full_marks(exercise, cells, checks, tmp_path):
+def test_both_readings_get_full_marks(exercise, cells, checks, tmp_path, shared_sandbox):
     notebook = source_notebook(exercise, replace=cells)
-    report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=checks)
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
     failed = {c.name: c.message for c in report.checks if not c.passed}
     assert not failed and len(report.checks) == len(checks), failed
 

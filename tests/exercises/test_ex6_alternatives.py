@@ -86,8 +86,9 @@ def test_float32_frequencies_earn_the_frequency_points(tmp_path):
         pytest.param({"relative_scores": RELATIVE_LOOP}, id="relative-scores-loop"),
     ],
 )
-def test_alternative_scores_full_marks(cells, tmp_path):
+def test_alternative_scores_full_marks(cells, tmp_path, shared_sandbox):
     notebook = source_notebook("ex6_rope", replace=cells)
-    report = grade_notebook(write_notebook(notebook, tmp_path / "ex6_rope.ipynb"))
+    path = write_notebook(notebook, tmp_path / "ex6_rope.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
     failed = {c.name: c.message for c in report.checks if not c.passed}
     assert not failed and report.score == 8, failed

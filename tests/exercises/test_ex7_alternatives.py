@@ -92,8 +92,9 @@ def generate(model, prompt, n_new, use_cache=True):
         pytest.param({"generate": GENERATE_LOOP}, id="generate-keeps-last-logits"),
     ],
 )
-def test_alternative_scores_full_marks(cells, tmp_path):
+def test_alternative_scores_full_marks(cells, tmp_path, shared_sandbox):
     notebook = source_notebook("ex7_kv_cache", replace=cells)
-    report = grade_notebook(write_notebook(notebook, tmp_path / "ex7_kv_cache.ipynb"))
+    path = write_notebook(notebook, tmp_path / "ex7_kv_cache.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
     failed = {c.name: c.message for c in report.checks if not c.passed}
     assert not failed and report.score == 8, failed

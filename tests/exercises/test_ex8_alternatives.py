@@ -95,8 +95,9 @@ def pointer_accuracy(module, annotations, states, targets):
         ),
     ],
 )
-def test_alternative_scores_full_marks(cells, tmp_path):
+def test_alternative_scores_full_marks(cells, tmp_path, shared_sandbox):
     notebook = source_notebook("ex8_additive_attention", replace=cells)
-    report = grade_notebook(write_notebook(notebook, tmp_path / "ex8_additive_attention.ipynb"))
+    path = write_notebook(notebook, tmp_path / "ex8_additive_attention.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
     failed = {c.name: c.message for c in report.checks if not c.passed}
     assert not failed and report.score == 8, failed

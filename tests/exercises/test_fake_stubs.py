@@ -162,11 +162,11 @@ def test_every_check_belongs_to_one_function(exercise):
 
 
 @pytest.mark.parametrize(("exercise", "target", "kind"), MATRIX)
-def test_fake_earns_nothing(exercise, target, kind, tmp_path):
+def test_fake_earns_nothing(exercise, target, kind, tmp_path, shared_sandbox):
     notebook = source_notebook(exercise, replace={target: fake_source(exercise, target, kind)})
     path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
     wanted = checks_of(exercise, target)
-    report = grade_notebook(path, only=wanted)
+    report = grade_notebook(path, only=wanted, shared=shared_sandbox.get())
     assert sorted(c.name for c in report.checks) == sorted(wanted)
     paid = {c.name: c.points for c in report.checks if c.points}
     assert not paid, f"a {kind} {target} was paid: {paid}"

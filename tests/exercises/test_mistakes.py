@@ -28,13 +28,13 @@ def test_catalogue_has_at_least_30_mistakes():
 
 
 @pytest.mark.parametrize(("exercise", "mistake_id"), MISTAKES)
-def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path):
+def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path, shared_sandbox):
     mistake = catalogue_for(exercise)[mistake_id]
     solution_ids = {c.grade_id for c in render_cells(exercise) if c.role == "solution"}
     assert mistake.target in solution_ids, f"{mistake.target} is no solution cell of {exercise}"
     notebook = source_notebook(exercise, replace={mistake.target: mistake.source})
     path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
-    report = grade_notebook(path, only=[mistake.check])
+    report = grade_notebook(path, only=[mistake.check], shared=shared_sandbox.get())
     assert [c.name for c in report.checks] == [mistake.check], "the check meant for it must run"
     result = report.checks[0]
     assert not result.passed, f"{mistake_id} was not caught by {mistake.check}"

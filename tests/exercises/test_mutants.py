@@ -46,7 +46,8 @@ SAMPLE = [
 
 
 @pytest.mark.parametrize("mutant", SAMPLE)
-def test_a_sampled_mutant_loses_points(mutant, tmp_path):
+def test_a_sampled_mutant_loses_points(mutant, tmp_path, shared_sandbox):
     notebook = source_notebook(mutant.exercise, replace={mutant.target: mutant.source})
-    report = grade_notebook(write_notebook(notebook, tmp_path / f"{mutant.exercise}.ipynb"))
+    path = write_notebook(notebook, tmp_path / f"{mutant.exercise}.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
     assert report.score < report.max_score, f"{mutant.id} survived: {mutant.where}"

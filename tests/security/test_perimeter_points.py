@@ -118,3 +118,33 @@ def test_a_structure_that_names_itself_earns_nothing(tmp_path):
     assert classifiers and all(c.points == 0 for c in classifiers), [
         (c.name, c.points) for c in classifiers if c.points
     ]
+
+
+# A real TransformerEncoder that forward never calls: the structure is there, the work is not.
+UNUSED_ENCODER = """
+import torch.nn as nn
+
+class TransformerClassifier(nn.Module):
+    def __init__(self, vocab_size=100, d_model=64, nhead=4, num_layers=2, num_classes=2,
+                 dim_feedforward=128, dropout=0.0):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout,
+                                           batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.head(self.embed(x).mean(dim=1))
+"""
+
+
+@pytest.mark.ex3
+def test_an_encoder_that_forward_never_calls_earns_no_structure_or_pooling_points(tmp_path):
+    report = graded(EX3, tmp_path, UNUSED_ENCODER)
+    paid = {c.name: c.points for c in report.checks if c.grade_id == "check_transformer_classifier"}
+    for name in (
+        "test_transformer_classifier_structure",
+        "test_transformer_classifier_mean_pools_encoder_output",
+    ):
+        assert paid[name] == 0, paid

@@ -241,7 +241,7 @@ def classifier(submission, rng, seed, name="TransformerClassifier", **extra):
     requires=("test_transformer_classifier_logits_per_sample",),
 )
 def test_transformer_classifier_structure(submission, mistakes, rng, seed):
-    model, _, config, what = classifier(submission, rng, seed)
+    model, x, config, what = classifier(submission, rng, seed)
     parts = {s["name"]: s for s in submission.probe("module_summary", model)["submodules"]}
     encoder = parts.get("encoder", {"class": "missing"})
     ensure(
@@ -260,6 +260,13 @@ def test_transformer_classifier_structure(submission, mistakes, rng, seed):
         flags and all(flag is True for flag in flags),
         f"{what}.encoder's layers should be built with batch_first=True (inputs are "
         f"(B, L, d_model)); their attention has batch_first={flags}",
+    )
+    # The structure must also do the work: a forward hook on `encoder` sees forward(x) run it.
+    ran = submission.probe("runs_through", model, "encoder", x)
+    ensure(
+        isinstance(ran, int) and ran > 0,
+        f"{what}: forward(x) never ran self.encoder (a forward hook on it saw nothing); the "
+        "logits must come from the encoder's output, mean-pooled",
     )
 
 
@@ -358,6 +365,15 @@ def test_transformer_classifier_mean_pools_encoder_output(submission, mistakes, 
             f"by one in which {how}; mean-pool `self.encoder`'s output over the sequence (dim=1)",
             mistake=mistakes[mistake] if mistake and not seq_first else None,
         )
+    # ... and through it: another mean of the encoder's output must change the logits.
+    moved = H + rng.normal(size=(batch, 1, H.shape[2])).astype(np.float32)
+    change = largest_change(logits_with(moved), base)
+    ensure(
+        change > 1e-4,
+        f"{what}: the logits changed by only {change:.3g} when the encoder's output was replaced "
+        "by one with another mean over the sequence; they must come from `self.encoder`'s "
+        "output, mean-pooled",
+    )
 
 
 @check(points=0.25, grade_id="check_transformer_classifier")

@@ -15,8 +15,10 @@ import warnings
 
 import failures
 import probes
+import shell
 import wire
 from failures import cell_filename, describe, stopped_earlier
+from shell import Shell, ipython_to_python
 
 MAX_REPR = 200
 # What one demo cell may show (the parent checks again: the child is not trusted with limits).
@@ -28,11 +30,12 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    parts = {f"module {name}": sys.modules.get(name) for name in ("probes", "wire", "failures")}
+    names = ("probes", "wire", "failures", "shell")
+    parts = {f"module {name}": sys.modules.get(name) for name in names}
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, failures, Server):
+    for owner in (probes, wire, failures, shell, Server):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
@@ -79,51 +82,6 @@ class Integrity:
             if current is not value or _code_of(current) is not self._codes[name]:
                 found.append(name)
         return sorted(found)[:10]
-
-
-class Shell:
-    """Stands in for IPython's shell: magics become harmless, shell escapes never run."""
-
-    def __init__(self, namespace: dict, notes: list):
-        self.namespace = namespace
-        self.notes = notes
-        self.user_ns = namespace
-
-    def _run(self, source: str):
-        exec(compile(source, "<magic>", "exec"), self.namespace)
-
-    def run_line_magic(self, name, line, _stack_depth=1):
-        if name in ("time", "timeit", "prun"):
-            self._run(line)
-        else:
-            self.notes.append(f"ignored %{name} {line}".strip())
-
-    def run_cell_magic(self, name, line, cell):
-        if name in ("time", "timeit", "capture", "prun"):
-            self._run(cell)
-        else:
-            self.notes.append(f"ignored %%{name} cell magic")
-
-    def system(self, command, *args, **kwargs):
-        self.notes.append(f"ignored shell command: !{command}")
-
-    getoutput = system
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-def ipython_to_python(source: str) -> str:
-    """IPython syntax rewritten to plain Python (here, in the child, under the cell's time
-    limit: a crafted cell can make this transformation slow)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-    except ImportError:
-        return source
-    try:
-        return TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 - compile() then reports the syntax error
-        return source
 
 
 class BoundedText(io.TextIOBase):
@@ -234,18 +192,23 @@ class Display:
 
 class Server:
     def __init__(self):
-        self.module = types.ModuleType("__main__")
-        self.namespace = self.module.__dict__
-        self.namespace["__builtins__"] = builtins
         self.notes: list[str] = []
-        shell = Shell(self.namespace, self.notes)
-        self.namespace["get_ipython"] = lambda: shell
-        sys.modules["__main__"] = self.module
+        self._fresh_main()
         self.handles: dict[int, object] = {}
         self.next_handle = 1
         # set by main() before any student code runs: the bound method keeps the original
         # checker even when a notebook rebinds Integrity.changed (which the snapshot reports)
         self._integrity_changed = None
+
+    def _fresh_main(self) -> None:
+        """An empty `__main__` for the program's cells (with IPython's `get_ipython`)."""
+        self.notes[:] = []
+        self.module = types.ModuleType("__main__")
+        self.namespace = self.module.__dict__
+        self.namespace["__builtins__"] = builtins
+        shell = Shell(self.namespace, self.notes)
+        self.namespace["get_ipython"] = lambda: shell
+        sys.modules["__main__"] = self.module
 
     # -- values -----------------------------------------------------------------------------
     def _handle_for(self, value) -> dict:
@@ -299,6 +262,15 @@ class Server:
         exec(code, self.namespace)
         notes, self.notes[:] = list(self.notes), []
         return {"notes": notes}
+
+    def op_reset(self, header, blobs):
+        """Forget the program (a fresh `__main__`, no handles, no figures) before the next one in
+        a reused sandbox: only ever for the grader's own notebooks, never a student's."""
+        self._fresh_main()
+        self.handles.clear()
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+        return {}
 
     def op_block(self, header, blobs):
         """Replace functions of the notebook that stopped the process earlier (a hang, memory)

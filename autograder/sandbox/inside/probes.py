@@ -232,3 +232,12 @@ PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
 PROBES["positions_through"] = positions_through
+
+
+def runs_through(model, path, *args) -> int:
+    """How many token positions went through `model`'s submodule `path` during model(*args):
+    whether forward really uses that submodule (0 when it never runs)."""
+    return positions_through(lambda module, *inputs: module(*inputs), model, path, *args)[1]
+
+
+PROBES["runs_through"] = runs_through
