@@ -27,7 +27,20 @@ from autograder.sandbox import isolation
 from autograder.sandbox.inside import seccomp
 from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
 
-LEVELS = ("jail", "uid", "landlock", "rlimits")
+LEVELS = ("jail", "uid", "uid-without-landlock", "landlock", "rlimits")
+# Levels as on another host: the isolation level, and the environment that simulates the host.
+SIMULATED = {
+    # a kernel without Landlock (< 5.13); the checkout is readable to others, which uid without
+    # Landlock refuses for student code, so the measurement runs as trusted code
+    "uid-without-landlock": ("uid", {"ATTN_GRADE_LANDLOCK": "0", "ATTN_GRADE_TRUSTED_CODE": "1"}),
+}
+# What a level lets through, by design and documented in the README's isolation table.
+RESIDUAL = {
+    ("uid-without-landlock", "proc_net"): (
+        "without Landlock or a pid namespace, /proc/<host pid>/net/unix names the host's UNIX "
+        "sockets (socket() is denied, so none can be connected to)"
+    ),
+}
 DENIED_SURFACE = (
     "io_uring_setup", "userfaultfd", "bpf", "perf_event_open", "keyctl", "memfd_create",
     "unshare_user", "unshare_net", "mount", "ptrace_traceme", "ptrace_attach_parent",
@@ -71,11 +84,13 @@ def reached(venv):
         listener.bind(("127.0.0.1", 0))
         listener.settimeout(0.5)
         python = sys.executable if level == "jail" else str(venv() / "bin" / "python")
-        env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_ADV_SECRET": marker}
+        chosen, simulated = SIMULATED.get(level, (level, {}))
+        env = {**os.environ, "ATTN_GRADE_ISOLATION": chosen, "ATTN_ADV_SECRET": marker}
+        env |= simulated
         if level == "rlimits":
             env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
         done = subprocess.run(
-            [python, "-m", "tests.support.reach", level, str(listener.getsockname()[1])],
+            [python, "-m", "tests.support.reach", chosen, str(listener.getsockname()[1])],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -98,10 +113,12 @@ def reached(venv):
     return measure
 
 
-def _params(without: tuple[str, ...] = ()):
+def _params(without: tuple[str, ...] = (), what: str = ""):
     for level in [level for level in LEVELS if level not in without]:
-        reason = _missing(level)
+        reason = _missing(SIMULATED.get(level, (level,))[0])
         marks = [pytest.mark.skip(reason=reason)] if reason else []
+        if (level, what) in RESIDUAL:
+            marks.append(pytest.mark.xfail(strict=True, reason=RESIDUAL[level, what]))
         yield pytest.param(level, id=level, marks=marks)
 
 
@@ -111,6 +128,8 @@ def test_real_work_still_runs(level, reached):
     loss, echo = found["work"]
     assert isinstance(loss, float) and echo == "ok", found["work"]
     assert found["socketpair_works"] is True
+    if level == "uid-without-landlock":
+        assert "landlock" not in found["level"], found["level"]  # the simulation took
 
 
 @pytest.mark.parametrize("level", list(_params()))
@@ -133,7 +152,7 @@ def test_no_socket_of_any_family(level, reached):
     assert found["udp_received"] == ""
 
 
-@pytest.mark.parametrize("level", list(_params(without=("rlimits",))))
+@pytest.mark.parametrize("level", list(_params(without=("rlimits",), what="proc_net")))
 def test_no_host_socket_listing_nor_grader_environment(level, reached):
     """A host UNIX listener (as a fork server's) is named in no /proc file the child can read,
     and the grader's environment is not readable; `rlimits` (trusted code only) has no
@@ -256,10 +275,11 @@ with Submission([ProgramCell("cell 1", CELL)], Limits(), level=level) as submiss
 """
 
 
-@pytest.mark.parametrize("level", [p for p in _params() if p.values[0] != "rlimits"])
+@pytest.mark.parametrize("level", list(_params(without=("rlimits", "uid-without-landlock"))))
 def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp_path):
     """A second installed copy (a wheel's package, with the exercises' references, in the venv
-    beside the checkout the grader runs from) was not masked: 8/8 at `jail` by import."""
+    beside the checkout the grader runs from) was not masked: 8/8 at `jail` by import. (Levels
+    without a view of their own refuse a readable copy: `test_a_level_without_its_own_view...`.)"""
     python = venv() / "bin" / "python"
     site = next((venv() / "lib").glob("python*/site-packages"))
     copy = site / "autograder"
