@@ -25,6 +25,7 @@ import nbformat
 from autograder.authoring.mutants import EQUIVALENT, Mutant, mutants_of
 from autograder.exercises import EXERCISES, reference_module, resolve
 from autograder.grading.runner import grade_notebook
+from autograder.grading.shared import SharedSandbox
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
 
@@ -48,12 +49,15 @@ def changed(mutant: Mutant) -> str:
     return next((new.strip() for old, new in pairs if old != new), "?")
 
 
+SHARED = SharedSandbox()  # one per worker process: mutants are the grader's own code
+
+
 def grade(mutant: Mutant) -> tuple[Mutant, float, float, list[str]]:
     """(mutant, score, max score, the checks it failed)."""
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / f"{mutant.exercise}.ipynb"
         nbformat.write(notebook_with(mutant), path)
-        report = grade_notebook(path)
+        report = grade_notebook(path, shared=SHARED.get())
     failed = [check.name for check in report.checks if not check.passed]
     return mutant, report.score, report.max_score, failed
 

@@ -56,8 +56,8 @@ def write_notebook(notebook, path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def shared_sandbox():
-    """This worker's reusable sandbox for trusted notebooks (tests/support/shared.py)."""
-    from tests.support.shared import SharedSandbox
+    """This worker's reusable sandbox for trusted notebooks (autograder/grading/shared.py)."""
+    from autograder.grading.shared import SharedSandbox
 
     pool = SharedSandbox()
     yield pool

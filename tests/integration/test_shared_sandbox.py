@@ -1,4 +1,4 @@
-"""A sandbox reused for the grader's own trusted notebooks (tests/support/shared.py) grades
+"""A sandbox reused for the grader's own trusted notebooks (autograder/grading/shared.py) grades
 exactly as a fresh one: each program starts from an empty `__main__`, and the reports agree."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
+from autograder.grading.shared import SharedSandbox
 from tests.conftest import source_notebook, write_notebook
-from tests.support.shared import SharedSandbox
 
 EX1, EX6 = "ex1_numpy_attention", "ex6_rope"
 

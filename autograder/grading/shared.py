@@ -1,9 +1,10 @@
-"""One sandbox per test worker, reused by the gradings of the grader's own trusted notebooks
-(the catalogue's mistakes, the fake-stub matrix): each program runs in a fresh `__main__` of the
-same child (`Submission.shared`), so the process start and the imports of NumPy, PyTorch and
-Matplotlib are paid once per `USES` gradings instead of once per grading. What those tests prove
-does not depend on the process: the checks still call the program's own functions through the
-sandbox. Hostile notebooks (the corpus, the perimeter tests) always get a sandbox of their own."""
+"""One sandbox reused by the gradings of the grader's own trusted notebooks (the test suite's
+mistake catalogue and fake stubs, the mutation benchmark's mutants): each program runs in a fresh
+`__main__` of the same child (`Submission.shared`), so the process start and the imports of
+NumPy, PyTorch and Matplotlib are paid once per `USES` gradings instead of once per grading.
+What is graded does not depend on the process: the checks still call the program's own functions
+through the sandbox. Never for a student's notebook, which could leave state (patched modules,
+threads, files) for the next one: those always get a sandbox of their own."""
 
 from __future__ import annotations
 
