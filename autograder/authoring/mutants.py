@@ -138,6 +138,24 @@ EQUIVALENT: dict[str, str] = {
         )
         for where in ("3:7-17:comparison", "4:15-16:off_by_one")
     },
+    "ex8_additive_attention make_pointer_task:9:14-53:rename": (
+        "the mean of the products over the features for their sum, before the argmax: dividing "
+        "every score by the same positive number keeps the argmax, so the targets are the same"
+    ),
+    "ex3_transformer_classifier make_mean_dataset:9:22-23:off_by_one": (
+        "tokens drawn from [1, vocab_size) instead of [0, vocab_size): still integers in "
+        "[0, vocab_size) with the labels of their means, which is all the contract asks (it "
+        "leaves the generator and its distribution to the student)"
+    ),
+    **{
+        f"ex3_transformer_classifier PositionalEncoding:{where}": (
+            "the sinusoid table computed in float32 instead of float64 (it is stored in float32 "
+            "either way): at position 511 its values move by about 3e-5, inside the checks' "
+            "float32 tolerance; the lesson's own code computes it in float32, and the contract "
+            "fixes the formula, not the precision of its computation"
+        )
+        for where in ("11:47-60:rename", "12:53-66:rename", "14:49-62:rename")
+    },
     "ex4_gqa_analysis gqa_report:12:15-33:operator": (
         "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
         "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "

@@ -134,6 +134,8 @@ class Sandbox:
             "cpu": None if iso.cgroup else cpu_for(child_uid),
             # a root supervisor outside the jail gives the child an empty network namespace
             "unshare_net": not iso.jail and os.geteuid() == 0,
+            # ... and a /proc in which the processes of other users are invisible
+            "private_proc": not iso.jail and child_uid is not None,
             "landlock": (
                 {"read": readable, "write": writable, "list": listable}
                 if iso.landlock_abi
@@ -299,6 +301,9 @@ class Sandbox:
         """Kill every process of the sandbox and remove its working directory."""
         if self.process is not None:
             self._kill()
+        if self._uid is not None:  # all at once first, where the loops below race a fork bomb
+            identity.kill_processes_of(self._uid.uid)
+        if self.process is not None:
             for stream in (self.process.stdin, self.process.stdout):
                 try:
                     if stream is not None:

@@ -27,18 +27,24 @@ from autograder.sandbox import isolation
 from autograder.sandbox.inside import seccomp
 from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
 
-LEVELS = ("jail", "uid", "uid-without-landlock", "landlock", "rlimits")
-# Levels as on another host: the isolation level, and the environment that simulates the host.
-SIMULATED = {
+LEVELS = ("jail", "uid", "uid-without-landlock", "docker", "docker-without-landlock", "landlock")
+LEVELS += ("rlimits",)
+NO_LANDLOCK = {"ATTN_GRADE_LANDLOCK": "0", "ATTN_GRADE_TRUSTED_CODE": "1"}
+DOCKER = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+# Levels as on another host: (isolation level, environment, command prefix) that simulate it.
+SIMULATED: dict[str, tuple[str, dict[str, str], list[str]]] = {
     # a kernel without Landlock (< 5.13); the checkout is readable to others, which uid without
     # Landlock refuses for student code, so the measurement runs as trusted code
-    "uid-without-landlock": ("uid", {"ATTN_GRADE_LANDLOCK": "0", "ATTN_GRADE_TRUSTED_CODE": "1"}),
+    "uid-without-landlock": ("uid", NO_LANDLOCK, []),
+    # a default Docker container: root without CAP_SYS_ADMIN and without cgroups
+    "docker": ("uid", {"ATTN_GRADE_CGROUPS": "0"}, DOCKER),
+    "docker-without-landlock": ("uid", {"ATTN_GRADE_CGROUPS": "0", **NO_LANDLOCK}, DOCKER),
 }
-# What a level lets through, by design and documented in the README's isolation table.
 RESIDUAL = {
-    ("uid-without-landlock", "proc_net"): (
-        "without Landlock or a pid namespace, /proc/<host pid>/net/unix names the host's UNIX "
-        "sockets (socket() is denied, so none can be connected to)"
+    ("docker-without-landlock", "proc_net"): (
+        "without CAP_SYS_ADMIN (no private /proc), Landlock or a pid namespace, "
+        "/proc/<host pid>/net/unix names the host's UNIX sockets (socket() is denied, so none "
+        "can be connected to)"
     ),
 }
 DENIED_SURFACE = (
@@ -84,13 +90,13 @@ def reached(venv):
         listener.bind(("127.0.0.1", 0))
         listener.settimeout(0.5)
         python = sys.executable if level == "jail" else str(venv() / "bin" / "python")
-        chosen, simulated = SIMULATED.get(level, (level, {}))
+        chosen, simulated, prefix = SIMULATED.get(level, (level, {}, []))
         env = {**os.environ, "ATTN_GRADE_ISOLATION": chosen, "ATTN_ADV_SECRET": marker}
         env |= simulated
         if level == "rlimits":
             env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
         done = subprocess.run(
-            [python, "-m", "tests.support.reach", chosen, str(listener.getsockname()[1])],
+            [*prefix, python, "-m", "tests.support.reach", chosen, str(listener.getsockname()[1])],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -116,6 +122,8 @@ def reached(venv):
 def _params(without: tuple[str, ...] = (), what: str = ""):
     for level in [level for level in LEVELS if level not in without]:
         reason = _missing(SIMULATED.get(level, (level,))[0])
+        if level in SIMULATED and SIMULATED[level][2] and shutil.which("setpriv") is None:
+            reason = "setpriv (util-linux) is needed to drop CAP_SYS_ADMIN"
         marks = [pytest.mark.skip(reason=reason)] if reason else []
         if (level, what) in RESIDUAL:
             marks.append(pytest.mark.xfail(strict=True, reason=RESIDUAL[level, what]))
@@ -128,7 +136,7 @@ def test_real_work_still_runs(level, reached):
     loss, echo = found["work"]
     assert isinstance(loss, float) and echo == "ok", found["work"]
     assert found["socketpair_works"] is True
-    if level == "uid-without-landlock":
+    if level.endswith("-without-landlock"):
         assert "landlock" not in found["level"], found["level"]  # the simulation took
 
 
@@ -275,7 +283,7 @@ with Submission([ProgramCell("cell 1", CELL)], Limits(), level=level) as submiss
 """
 
 
-@pytest.mark.parametrize("level", list(_params(without=("rlimits", "uid-without-landlock"))))
+@pytest.mark.parametrize("level", list(_params(without=("rlimits", *SIMULATED))))
 def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp_path):
     """A second installed copy (a wheel's package, with the exercises' references, in the venv
     beside the checkout the grader runs from) was not masked: 8/8 at `jail` by import. (Levels

@@ -27,7 +27,8 @@ import sys
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
-CLONE_NEWNET = 0x40000000
+CLONE_NEWNET, CLONE_NEWNS = 0x40000000, 0x00020000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
@@ -235,6 +236,21 @@ def kill_tree(me: int, keep: int | None = None) -> int:
     return killed
 
 
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of the sandbox's uid at once: kill(-1) from a helper running as
+    that uid. The kernel signals the whole task list under the lock fork() needs, so a fork
+    bomb cannot outrun it (kill_tree, one pid at a time, races it for minutes on a busy host).
+    kill_tree then reaps them and catches anything left."""
+    helper = os.fork()
+    if helper == 0:
+        try:
+            drop_privileges(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(helper, 0)
+
+
 def emit(event: dict) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
@@ -247,6 +263,24 @@ def own(paths: list[str], uid: int) -> None:
         for root, dirs, files in os.walk(top):
             for name in dirs + files:
                 os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+def private_proc() -> bool:
+    """A /proc of the child's own (a private mount namespace) in which processes of other
+    users are invisible (hidepid): no other process's command line, environment or
+    /proc/<pid>/net listing, without a pid namespace. Needs CAP_SYS_ADMIN: False without it
+    (Docker's default), where Landlock (if any) is what hides them."""
+    if libc.unshare(CLONE_NEWNS) != 0:
+        if ctypes.get_errno() == errno.EPERM:
+            return False
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making the mounts private failed")
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+    for option in (b"hidepid=invisible", b"hidepid=2"):  # the first from Linux 5.8
+        if libc.mount(b"proc", b"/proc", b"proc", flags, option) == 0:
+            return True
+    raise OSError(ctypes.get_errno(), "mounting a private /proc failed")
 
 
 def drop_privileges(uid: int) -> None:
@@ -287,6 +321,8 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
             # child keeps the container's network, where Landlock (ABI 4+) still refuses TCP.
             if ctypes.get_errno() != errno.EPERM:
                 raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
+        if config.get("private_proc"):
+            private_proc()
         if config.get("uid") is not None:
             drop_privileges(config["uid"])
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -345,6 +381,8 @@ def main() -> None:
             if line.strip() == "reap":
                 emit({"event": "reaped", "killed": kill_tree(me, keep=child)})
         status = reap().get(child, status)
+    if config.get("uid") is not None:
+        kill_uid(config["uid"])
     killed = kill_tree(me)
     event = {"event": "exited", "killed": killed}
     if status is not None:
