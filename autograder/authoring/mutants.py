@@ -156,6 +156,31 @@ EQUIVALENT: dict[str, str] = {
         )
         for where in ("11:47-60:rename", "12:53-66:rename", "14:49-62:rename")
     },
+    **{
+        f"ex5_causal_mask {where}": "max(0, n) for max(n, 0): max is symmetric, the same value"
+        for where in ("make_windows:9:16-49:swap_args", "split_holdout:13:45-76:swap_args")
+    },
+    "ex5_causal_mask make_windows:9:47-48:off_by_one": (
+        "at least one window when the tokens hold none (len(tokens) <= context_len): the checks "
+        "draw at least one window, since a natural correct solution (torch.stack of a list of "
+        "windows) raises on none; every answer with a window is unchanged"
+    ),
+    **{
+        f"ex5_causal_mask CausalTransformer:{where}": (
+            "another feed-forward width in the encoder layers: the contract fixes the "
+            "constructor, the shapes and causality, not the feed-forward size"
+        )
+        for where in ("22:28-39:drop_term", "22:28-29:off_by_one")
+    },
+    "ex5_causal_mask CausalTransformer:35:12-55:operator": (
+        "token embedding minus the learned position embedding: a learned embedding's sign is "
+        "arbitrary (-E is another learned embedding), so the model class is the same"
+    ),
+    "ex5_causal_mask CausalTransformer:35:12-55:drop_term": (
+        "no position embedding: the contract asks for (B, T, vocab) logits that depend only on "
+        "the tokens up to t, not for positions (a causal mask alone carries order), and the "
+        "model still learns the sine past the threshold"
+    ),
     "ex4_gqa_analysis gqa_report:12:15-33:operator": (
         "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
         "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "

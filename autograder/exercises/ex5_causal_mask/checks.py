@@ -298,19 +298,32 @@ def test_split_holdout_exact(submission, mistakes, rng):
     for frac in (None, float(rng.choice([0.15, 0.2, 0.25, 0.3]))):
         context_len = int(rng.integers(3, 10))
         X, Y = split_case(rng, 0.1 if frac is None else frac, context_len)
-        kwargs = {} if frac is None else {"holdout_frac": frac}
-        n_test = math.ceil((0.1 if frac is None else frac) * len(X))
-        what = (
-            f"split_holdout on {len(X)} windows of length {context_len}"
-            f"{'' if frac is None else f' with holdout_frac={frac}'} (test = the last "
-            f"{n_test} windows; train = the earlier windows sharing no token position with them)"
-        )
-        answer = call_checked(submission, mistakes, "split_holdout", X, Y, **kwargs)
-        parts = expect_tuple(answer.value, 4, "split_holdout")
-        expected = ref.split_holdout(X, Y, **kwargs)
-        for index in (2, 3, 0, 1):
-            name = ("X_train", "Y_train", "X_test", "Y_test")[index]
-            expect_tokens(answer, parts, expected, index, f"{name} of {what}")
+        judge_split(submission, mistakes, X, Y, frac)
+    # the edges: one test window, none (holdout_frac = 0), and too few windows to keep any
+    # training window apart from the test ones
+    context_len = int(rng.integers(5, 10))
+    X, Y = split_case(rng, 0.5, context_len)
+    judge_split(submission, mistakes, X, Y, 0.5 / len(X))
+    judge_split(submission, mistakes, X, Y, 0.0)
+    tokens = torch.from_numpy(rng.integers(0, 30, size=2 * context_len - 2))
+    X, Y = ref.make_windows(tokens, context_len)  # context_len - 2 windows
+    judge_split(submission, mistakes, X, Y, 0.3)
+
+
+def judge_split(submission, mistakes, X, Y, frac: float | None) -> None:
+    kwargs = {} if frac is None else {"holdout_frac": frac}
+    n_test = math.ceil((0.1 if frac is None else frac) * len(X))
+    what = (
+        f"split_holdout on {len(X)} windows of length {X.shape[1]}"
+        f"{'' if frac is None else f' with holdout_frac={frac:g}'} (test = the last "
+        f"{n_test} windows; train = the earlier windows sharing no token position with them)"
+    )
+    answer = call_checked(submission, mistakes, "split_holdout", X, Y, **kwargs)
+    parts = expect_tuple(answer.value, 4, "split_holdout")
+    expected = ref.split_holdout(X, Y, **kwargs)
+    for index in (2, 3, 0, 1):
+        name = ("X_train", "Y_train", "X_test", "Y_test")[index]
+        expect_tokens(answer, parts, expected, index, f"{name} of {what}")
 
 
 # -- CausalTransformer -------------------------------------------------------------------------
