@@ -108,3 +108,15 @@ def test_engine_modules_stay_small():
         and (n := len(path.read_text().splitlines())) > ENGINE_MODULE_LINES
     }
     assert long == {}
+
+
+def test_no_engine_path_reuses_a_sandbox():
+    """A sandbox is reused only for the grader's own notebooks (the suite's catalogue and fakes,
+    the mutation benchmark): no module that grades students builds a SharedSandbox or passes
+    `shared=` on (the runner only forwards its own parameter)."""
+    users = sorted(
+        str(path.relative_to(PACKAGE_DIR))
+        for path in PACKAGE_DIR.rglob("*.py")
+        if "SharedSandbox" in (text := path.read_text()) or "shared=" in text
+    )
+    assert users == ["grading/runner.py", "grading/shared.py"]
