@@ -268,19 +268,18 @@ def own(paths: list[str], uid: int) -> None:
 def private_proc() -> bool:
     """A /proc of the child's own (a private mount namespace) in which processes of other
     users are invisible (hidepid): no other process's command line, environment or
-    /proc/<pid>/net listing, without a pid namespace. Needs CAP_SYS_ADMIN: False without it
-    (Docker's default), where Landlock (if any) is what hides them."""
+    /proc/<pid>/net listing, without a pid namespace. Best effort: without CAP_SYS_ADMIN
+    (Docker's default), or where the host's /proc has masked paths (a container given
+    CAP_SYS_ADMIN), it returns False and Landlock (if any) is what hides them."""
     if libc.unshare(CLONE_NEWNS) != 0:
-        if ctypes.get_errno() == errno.EPERM:
-            return False
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+        return False
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        raise OSError(ctypes.get_errno(), "making the mounts private failed")
+        return False
     flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
-    for option in (b"hidepid=invisible", b"hidepid=2"):  # the first from Linux 5.8
-        if libc.mount(b"proc", b"/proc", b"proc", flags, option) == 0:
-            return True
-    raise OSError(ctypes.get_errno(), "mounting a private /proc failed")
+    return any(
+        libc.mount(b"proc", b"/proc", b"proc", flags, option) == 0
+        for option in (b"hidepid=invisible", b"hidepid=2")  # the first from Linux 5.8
+    )
 
 
 def drop_privileges(uid: int) -> None:
