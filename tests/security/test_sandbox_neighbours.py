@@ -105,8 +105,11 @@ def test_a_lock_directory_someone_else_made_is_refused(tmp_path, monkeypatch):
 def test_a_uid_is_handed_out_with_nothing_running_under_it():
     """A grader killed with SIGKILL frees its uid slot at once; what ran under the uid must not
     meet the next submission graded under it."""
-    slot = os.getpid() % identity.SLOTS  # where acquire() starts looking, for this process
-    uid = identity.FIRST_UID + slot
+    # the uid acquire() hands out next in this process (a sandbox this worker keeps open, such
+    # as the suite's shared one, holds the first slot it would have looked at)
+    probe = identity.acquire()
+    uid, slot = probe.uid, probe.uid - identity.FIRST_UID
+    probe.release()
     script = (
         f"import os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); "
         f"os.setresuid({uid}, {uid}, {uid}); print('ready', flush=True); time.sleep(300)"
