@@ -145,11 +145,17 @@ class Submission:
             except SandboxDied as died:
                 self._record(died, "starting the sandbox")
                 continue
-            self.generation += 1
-            self.isolation = self.sandbox.isolation.describe()
-            self._run_program()
-            self._block_stuck()
+            self._run_in(self.sandbox)
         return self.sandbox
+
+    def _run_in(self, sandbox: Sandbox) -> None:
+        """A started sandbox becomes this submission's: its handles a new generation, the
+        program run, the functions that stopped an earlier process blocked."""
+        self.sandbox = sandbox
+        self.generation += 1
+        self.isolation = sandbox.isolation.describe()
+        self._run_program()
+        self._block_stuck()
 
     def _adopt_shared(self) -> None:
         """Run the program in the shared sandbox, once; if it is gone, start one as usual."""
@@ -160,11 +166,8 @@ class Submission:
             shared.request({"op": "reset"}, timeout=self._timeout(10.0))
         except SandboxDied:
             return  # the caller's loop starts a sandbox of its own
-        self.sandbox = self._borrowed = shared
-        self.generation += 1
-        self.isolation = shared.isolation.describe()
-        self._run_program()
-        self._block_stuck()
+        self._borrowed = shared
+        self._run_in(shared)
 
     def stuck_functions(self) -> dict[str, str]:
         """Global functions of the notebook that stopped its process: name -> why."""
