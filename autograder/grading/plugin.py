@@ -134,6 +134,11 @@ class GradingPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         for marker in (*map(short_name, EXERCISES), "check(points, grade_id)"):
             config.addinivalue_line("markers", marker)
+        # A failed check's message comes from its exception (below), never from pytest's report,
+        # whose default traceback re-parses the check module for every frame (about 0.1 s per
+        # failing check). The plain traceback is all the report then holds; a collection error
+        # (the instructor's log) reads the same. `--tb` itself needs the terminal plugin.
+        config.option.tbstyle = "native"
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

@@ -52,3 +52,43 @@ def test_reused_and_fresh_sandboxes_grade_alike(tmp_path, pool):
         assert outcome(reused) == outcome(fresh), name
         assert (reused.status, reused.score, reused.seed) == (fresh.status, fresh.score, fresh.seed)
     assert pool.started == 1
+
+
+@pytest.mark.ex1
+def test_a_check_run_forces_no_garbage_collection(tmp_path, pool, monkeypatch):
+    """pytest's unraisable-exception plugin ran gc.collect() ten times per check session, about
+    0.35 s of every grading with torch loaded; the check run leaves it (and the thread-exception
+    plugin) out, and a failing check still gets its message."""
+    import gc
+
+    mistake = next(iter(catalogue_for(EX1)))
+    notebook = source_notebook(EX1, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{EX1}.ipynb")
+    grade_notebook(path, shared=pool.get())  # imports settle first
+    collections: list[int] = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(1) or real(*a))
+    report = grade_notebook(path, shared=pool.get())
+    assert collections == []
+    failed = [c for c in report.checks if not c.passed]
+    assert failed and all(c.message for c in failed)
+
+
+@pytest.mark.ex1
+def test_an_installed_pytest_plugin_has_no_say_in_the_checks(tmp_path, pool, monkeypatch):
+    """A pytest plugin installed in the grader's environment (here one that drops every test,
+    as a reordering or reseeding plugin would change them) is not loaded by the check run."""
+    site = tmp_path / "site"
+    info = site / "dropper-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: dropper\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\ndropper = attn_dropper_plugin\n")
+    (site / "attn_dropper_plugin.py").write_text(
+        "def pytest_collection_modifyitems(items):\n    items.clear()\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    from importlib.metadata import entry_points
+
+    assert "dropper" in {e.name for e in entry_points(group="pytest11")}, "the plugin is seen"
+    path = write_notebook(source_notebook(EX1), tmp_path / f"{EX1}.ipynb")
+    assert grade_notebook(path, shared=pool.get()).score == 8
