@@ -16,6 +16,7 @@ texts all derive from the declarations.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from collections.abc import Mapping
@@ -97,6 +98,23 @@ def declaration(exercise: str) -> Exercise:
 
 def reference_module(exercise: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{resolve(exercise)}.reference")
+
+
+@cache
+def reference_source(exercise: str) -> ModuleType:
+    """The reference module's source, not run: enough to render notebooks (`inspect` and `ast`
+    read it) without importing the reference and, through it, torch (about 2 s of every
+    `attn-grade build`). Only its `GIVEN` tuple is evaluated, as a literal."""
+    path = exercise_dir(exercise) / "reference.py"
+    module = ModuleType(f"{__name__}.{resolve(exercise)}.reference")
+    module.__file__ = str(path)
+    for node in ast.parse(path.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        if any(isinstance(target, ast.Name) and target.id == "GIVEN" for target in targets):
+            module.GIVEN = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+    return module
 
 
 def mistakes_module(exercise: str) -> ModuleType:

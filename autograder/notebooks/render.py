@@ -7,7 +7,7 @@ from functools import cache
 import jinja2
 
 from autograder.core.errors import UsageError
-from autograder.exercises import EXERCISES_DIR, reference_module, resolve
+from autograder.exercises import EXERCISES_DIR, reference_source, resolve
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import CellSpec, parse_cells
 
@@ -35,7 +35,7 @@ def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> s
         raise UsageError(f"unknown language {lang!r}; choose from {', '.join(LANGUAGES)}")
     template = _environment().get_template(f"{exercise}/template.ipynb.j2")
     if with_code:
-        module = reference_module(exercise)
+        module = reference_source(exercise)
         setup = lambda: solutions.setup_source(module)  # noqa: E731
         solution = lambda name: solutions.solution_source(module, name)  # noqa: E731
         given = lambda name: solutions.given_source(module, name)  # noqa: E731

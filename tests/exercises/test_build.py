@@ -106,3 +106,26 @@ def test_cell_roles_without_code_match_the_full_render(exercise):
 
     full = {c.grade_id: c.role for c in render_cells(exercise) if c.grade_id}
     assert cell_roles(exercise) == full
+
+
+@pytest.mark.parametrize("exercise", exercise_params())
+def test_rendering_reads_the_reference_without_running_it(exercise, monkeypatch):
+    """`attn-grade build` renders from the reference's source (about 2 s of torch import
+    saved): the notebook equals one rendered from the imported module, `GIVEN` included, and
+    no reference module (nor torch) is imported by rendering."""
+    import subprocess
+    import sys
+
+    from autograder.notebooks.render import render_text
+
+    probe = (
+        "import sys\nfrom autograder.notebooks.render import render_text\n"
+        f"render_text({exercise!r}, 'ko')\n"
+        "print(sorted(m for m in sys.modules if m == 'torch' or m.endswith('.reference')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    from_source = render_text(exercise, "ko")
+    monkeypatch.setattr("autograder.notebooks.render.reference_source", reference_module)
+    assert render_text(exercise, "ko") == from_source
