@@ -9,6 +9,7 @@ replaces the values; a class keeps the reference's constructor and submodules an
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 
 import pytest
@@ -121,6 +122,7 @@ def fake_source(exercise: str, target: str, kind: str) -> str:
     return f"{FAKE_HELPER}\n\n{reference}\n\n{wrapper}"
 
 
+@functools.cache
 def check_names(exercise: str) -> list[str]:
     tree = ast.parse(checks_module_path(exercise).read_text())
     return [
