@@ -81,8 +81,7 @@ def run_checks(
     # pytest's unraisable-exception plugin runs gc.collect() ten times per session: with torch
     # loaded that was 0.35 s of every grading (nearly half of a quick one's time in the grader).
     # An unraisable exception in a check then reaches the process's own hook (the log), as it
-    # would outside pytest. A failed check's message comes from its exception, not pytest's
-    # report, so the report's traceback is the plain one (pytest's parses the check's source).
+    # would outside pytest. (The report's traceback style is set by GradingPlugin.)
     quiet += ["-p", "no:unraisableexception", "-p", "no:threadexception"]
     # Only pytest's own plugins and ours: an installed plugin (xdist, or one that reorders or
     # reseeds tests) has no say in how checks run.
