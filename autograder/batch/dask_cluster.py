@@ -14,6 +14,7 @@ than grading with less isolation.
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -60,6 +61,7 @@ def connect(address: str, timeout: float = 10.0):
     try:
         if address.endswith(".json") and Path(address).is_file():
             return Client(scheduler_file=address, timeout=timeout)
+        _refuse_early(address)
         return Client(address, timeout=timeout)
     except (OSError, TimeoutError, ValueError) as error:
         raise UsageError(
@@ -67,3 +69,17 @@ def connect(address: str, timeout: float = 10.0):
             f"{str(error)[:300]}); start one with `dask scheduler` and workers with "
             "`dask worker ADDRESS`"
         ) from None
+
+
+def _refuse_early(address: str) -> None:
+    """Raise ConnectionRefusedError when nothing listens at a tcp:// address. Dask's client
+    retries a refused connection until its timeout (10 s); a mistyped port is known at once."""
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    if not address.startswith("tcp://") or not host or not port.isdigit():
+        return  # another protocol or form: Dask decides
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=2.0).close()
+    except ConnectionRefusedError:
+        raise
+    except OSError:
+        return  # unreachable or slow to answer: Dask's own timeout decides
