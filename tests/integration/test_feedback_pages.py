@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.built_once import built_once
 from tests.support.chromium import MARKER, chromium, dump_dom, planted, screenshot_to
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
 from tests.support.pages import ENGLISH_CHROME, page_text
@@ -105,8 +106,12 @@ def with_fake_outputs(text: str) -> str:
 def course(tmp_path_factory) -> Path:
     """ex2 (alice: reference, mallory: hostile) autograded by `nbgrader autograde`, ex5 in
     Korean (alice) by `attn-grade autograde`; mallory's written answer graded by hand, with a
-    comment, then changed (under review); feedback generated for both."""
-    root = tmp_path_factory.mktemp("pages")
+    comment, then changed (under review); feedback generated for both. Built once per run: the
+    tests only read it."""
+    return built_once(tmp_path_factory, "feedback-pages", build_course) / "course"
+
+
+def build_course(root: Path) -> None:
     course, exchange = root / "course", root / "exchange"
     exchange.mkdir(mode=0o777)
     built = attn_grade("build", EX2, "--course", str(course), "--exchange", str(exchange))
@@ -138,7 +143,6 @@ def course(tmp_path_factory) -> Path:
         gradebook.db.commit()
     for exercise in (EX2, EX5):
         nbgrader(course, "generate_feedback", exercise)
-    return course
 
 
 def autograded(course: Path, student: str, exercise: str) -> dict:
