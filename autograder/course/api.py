@@ -6,7 +6,7 @@ import os
 import warnings
 from pathlib import Path
 
-from autograder.core.speedups import skip_slow_optional_imports
+from autograder.core.speedups import skip_slow_optional_imports, stamp_new_gradebooks_in_process
 from autograder.course.build import tool_env
 
 
@@ -28,6 +28,7 @@ def nbgrader_api(course: Path, db_url: str | None = None):
     from traitlets.config.loader import PyFileConfigLoader
 
     warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
+    stamp_new_gradebooks_in_process()
     course = Path(course).resolve()
     if not (course / "nbgrader_config.py").is_file():
         raise CourseError(f"{course} has no nbgrader_config.py; run `attn-grade build` first")

@@ -2,10 +2,12 @@
 
 import sys
 
-from autograder.core.speedups import skip_slow_optional_imports
+from autograder.core.speedups import skip_slow_optional_imports, stamp_new_gradebooks_in_process
 
 if __name__ == "__main__":
     skip_slow_optional_imports()
     from nbgrader.apps.nbgraderapp import main
+
+    stamp_new_gradebooks_in_process()
 
     sys.exit(main())
