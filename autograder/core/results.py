@@ -29,7 +29,14 @@ class CheckResult:
     def feedback(self) -> str:
         status = "passed" if self.passed else "FAILED"
         text = f"[{status}] {self.name} ({self.points:g}/{self.max_points:g})"
-        return f"{text}: {self.message}" if self.message else text
+        return f"{text}: {hanging(self.message)}" if self.message else text
+
+
+def hanging(message: str, indent: str = "    ") -> str:
+    """`message` with every line after its first indented: the grader's own lines start at the
+    margin, so a message (a student's exception text, say) cannot add one that looks like them."""
+    first, *rest = message.split("\n")
+    return "\n".join([first, *(indent + line for line in rest)])
 
 
 @dataclass
