@@ -15,17 +15,41 @@ import numpy as np
 import torch
 
 from autograder.authoring.catalogue import Catalogue, Mistake, Raised
-from autograder.authoring.expect import as_array, expect_shape
+from autograder.authoring.expect import as_array, ensure, expect_shape, fail
 from autograder.grading.submission import Handle
 
 
 def load_into(module: Handle, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Load `weights` into the student's module (strict=False), put it in eval mode and return
-    what it then holds under those names: the student's own weights."""
+    what it then holds under those names: the weights loaded, in the module's own dtype.
+
+    What the module holds must be what was loaded (cast to its dtype, as load_state_dict casts):
+    the reference runs on these weights, so a module that changed them while loading (zeroed
+    its output projection, say) would otherwise be compared with a reference of its choosing."""
     module.call("load_state_dict", weights, strict=False)
     module.call("eval")
     state = module.call("state_dict")
-    return {key: state[key] for key in weights}
+    held: dict[str, torch.Tensor] = {}
+    for key, loaded in weights.items():
+        value = state.get(key) if isinstance(state, dict) else None
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(loaded.shape):
+            fail(
+                f"after load_state_dict, state_dict() should hold {key!r} as a tensor of shape "
+                f"{tuple(loaded.shape)}, got {_what(value)}"
+            )
+        ensure(
+            value.is_floating_point() and torch.equal(value, loaded.to(value.dtype)),
+            f"after load_state_dict, state_dict()[{key!r}] should be the weights just loaded; "
+            "the module holds other values (load_state_dict must load them as given)",
+        )
+        held[key] = value
+    return held
+
+
+def _what(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return "nothing" if value is None else type(value).__name__
 
 
 def student_output(module: Handle, x: torch.Tensor, what: str, **kwargs: Any) -> np.ndarray:

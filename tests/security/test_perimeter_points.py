@@ -57,6 +57,26 @@ def test_made_up_variances_earn_nothing(tmp_path):
     assert report.score == 8 - 1.5
 
 
+# Made up with the spread an estimate from n_samples draws would have (issue 18 review,
+# attacker F4: the formula is in the notebook's markdown), so the spread check passed: 8/8.
+FAKE_VARIANCE_WITH_SPREAD = (
+    "import numpy as np\n"
+    "def score_variance(d_k, n_samples=10_000, seed=0):\n"
+    "    spread = np.sqrt((2 * d_k**2 + 6 * d_k) / n_samples)\n"
+    "    wobble = np.random.default_rng(seed).normal() * spread\n"
+    "    return float(d_k + wobble), float((d_k + wobble) / d_k)\n"
+)
+
+
+@pytest.mark.ex1
+def test_made_up_variances_with_the_sampling_spread_earn_nothing(tmp_path):
+    report = graded(EX1, tmp_path, FAKE_VARIANCE_WITH_SPREAD)
+    assert points(report, "check_score_variance") == 0
+    failed = [c for c in report.checks if c.name == "test_score_variance_uses_its_arguments"]
+    assert failed and "is never negative" in failed[0].message
+    assert failed[0].mistake == "variance_not_sampled"
+
+
 @pytest.mark.ex2
 def test_weights_not_from_the_notebooks_attention_earn_nothing(tmp_path):
     report = graded(EX2, tmp_path, FAKE_SENTENCE)
@@ -148,3 +168,88 @@ def test_an_encoder_that_forward_never_calls_earns_no_structure_or_pooling_point
         "test_transformer_classifier_mean_pools_encoder_output",
     ):
         assert paid[name] == 0, paid
+
+
+# A module that changes its weights as they load (issue 18 review, attacker F1): ex4's checks
+# ran the reference on the weights read back, so a GroupedQueryAttention that zeroed W_o on load
+# and computed no attention at all earned 8/8.
+ZEROES_W_O_ON_LOAD = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "class GroupedQueryAttention(nn.Module):\n"
+    "    def __init__(self, d_model, n_heads, n_kv_heads):\n"
+    "        super().__init__()\n"
+    "        if d_model % n_heads or n_heads % n_kv_heads:\n"
+    "            raise ValueError('indivisible')\n"
+    "        self.h, self.kv, self.hd = n_heads, n_kv_heads, d_model // n_heads\n"
+    "        self.W_q = nn.Linear(d_model, d_model, bias=False)\n"
+    "        self.W_k = nn.Linear(d_model, n_kv_heads * self.hd, bias=False)\n"
+    "        self.W_v = nn.Linear(d_model, n_kv_heads * self.hd, bias=False)\n"
+    "        self.W_o = nn.Linear(d_model, d_model, bias=False)\n"
+    "    def load_state_dict(self, state, strict=True, **kw):\n"
+    "        result = super().load_state_dict(state, strict=strict, **kw)\n"
+    "        w = self.W_o.weight\n"
+    "        if not torch.equal(w, torch.eye(w.shape[0], dtype=w.dtype)):\n"
+    "            with torch.no_grad():\n"
+    "                w.zero_()\n"
+    "        return result\n"
+    "    def forward(self, x, mask=None):\n"
+    "        B, L, _ = x.shape\n"
+    "        v = self.W_v(x).view(B, L, self.kv, self.hd)\n"
+    "        heads = v.repeat_interleave(self.h // self.kv, dim=2)\n"
+    "        return self.W_o(heads.reshape(B, L, -1) + 0 * self.W_k(x).sum())\n"
+)
+# The class of that attack: the notebook's own (correct) module, made to change what it was
+# given as it loads. Its forward is right for the weights it holds, which are not those loaded.
+CHANGES_WEIGHTS_ON_LOAD = (
+    "import torch\n"
+    "_Loaded = {name}\n"
+    "class {name}(_Loaded):\n"
+    "    def load_state_dict(self, state, strict=True, **kw):\n"
+    "        result = super().load_state_dict(state, strict=strict, **kw)\n"
+    "        with torch.no_grad():\n"
+    "            for weight in self.parameters():\n"
+    "                weight.mul_(0.5)\n"
+    "        return result\n"
+)
+
+
+@pytest.mark.ex4
+def test_a_module_that_zeroes_its_weights_on_load_earns_no_attention_points(tmp_path):
+    report = graded("ex4_gqa_analysis", tmp_path, ZEROES_W_O_ON_LOAD)
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert "test_gqa_matches_reference_with_its_own_weights" in failed
+    assert (
+        "should be the weights just loaded"
+        in failed["test_gqa_matches_reference_with_its_own_weights"]
+    )
+    assert points(report, "check_gqa_attention") <= 1.0  # the group check sees no attention
+    assert report.score <= 5.0
+
+
+@pytest.mark.parametrize(
+    ("exercise", "name", "check"),
+    [
+        pytest.param(
+            "ex4_gqa_analysis",
+            "GroupedQueryAttention",
+            "test_gqa_matches_reference_with_its_own_weights",
+            marks=pytest.mark.ex4,
+        ),
+        pytest.param("ex6_rope", "RoPEAttention", None, marks=pytest.mark.ex6),
+        pytest.param("ex7_kv_cache", "TinyLM", None, marks=pytest.mark.ex7),
+        pytest.param(
+            "ex8_additive_attention", "MultiplicativeAttention", None, marks=pytest.mark.ex8
+        ),
+    ],
+)
+def test_weights_changed_on_load_are_found_wherever_modules_are_loaded(
+    exercise, name, check, tmp_path
+):
+    report = graded(exercise, tmp_path, CHANGES_WEIGHTS_ON_LOAD.format(name=name))
+    found = [c for c in report.checks if "should be the weights just loaded" in c.message]
+    assert found, [(c.name, c.message) for c in report.checks if not c.passed]
+    assert all(c.points == 0 for c in found)
+    assert report.score < 8
+    if check is not None:
+        assert check in {c.name for c in found}

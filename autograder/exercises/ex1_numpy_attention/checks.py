@@ -382,3 +382,23 @@ def expect_sampling_spread(submission, mistakes, seed: int) -> None:
         "draws",
         mistake=mistakes["variance_not_sampled"] if ratio < low else None,
     )
+    expect_never_negative(submission, mistakes, seed)
+
+
+# From 3 samples an estimate varies by about its own size: a value made up as d_k plus a normal
+# wobble of that spread is negative for about one seed in seven (all 60 positive: p < 0.0002),
+# while a variance computed from samples (np.var, ddof 0 or 1, or the mean of squares) never is.
+TINY_N, TINY_SEEDS = 3, 60
+
+
+def expect_never_negative(submission, mistakes, seed: int) -> None:
+    d = SPREAD_D_K
+    for j in range(TINY_SEEDS):
+        raw = float(submission.call("score_variance", d, n_samples=TINY_N, seed=seed + 301 + j)[0])
+        ensure(
+            math.isfinite(raw) and raw >= 0,
+            f"score_variance({d}, n_samples={TINY_N}, seed={seed + 301 + j}) gave {raw:.4g}: a "
+            f"variance estimated from {TINY_N} samples of q·k is never negative; the numbers "
+            "should come from n_samples random draws",
+            mistake=mistakes["variance_not_sampled"],
+        )
