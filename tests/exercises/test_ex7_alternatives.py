@@ -66,6 +66,15 @@ class CachedSelfAttention(nn.Module):
         return self.W_o(out.permute(0, 2, 1, 3).reshape(B, T, -1))
 """
 
+SIZE_CHECK = """        if d_model % self.h != 0 or self.h % self.h_kv != 0:
+            raise ValueError("sizes do not divide")
+"""
+assert SIZE_CHECK in ATTENTION_FUSED
+ATTENTION_ASSERTS = ATTENTION_FUSED.replace(
+    SIZE_CHECK, '        assert d_model % self.h == 0 and self.h % self.h_kv == 0, "sizes"\n'
+)
+ATTENTION_UNCHECKED = ATTENTION_FUSED.replace(SIZE_CHECK, "")
+
 GENERATE_LOOP = """
 def generate(model, prompt, n_new, use_cache=True):
     out = prompt.clone()
@@ -90,6 +99,10 @@ def generate(model, prompt, n_new, use_cache=True):
         pytest.param({"KVCache": CACHE_LIST}, id="list-cache"),
         pytest.param({"CachedSelfAttention": ATTENTION_FUSED}, id="fused-attention-offset-mask"),
         pytest.param({"generate": GENERATE_LOOP}, id="generate-keeps-last-logits"),
+        # The contract names no error for sizes that do not divide (an independent student's
+        # correct solutions lost 0.5 for an assert and for no check at all).
+        pytest.param({"CachedSelfAttention": ATTENTION_ASSERTS}, id="sizes-asserted"),
+        pytest.param({"CachedSelfAttention": ATTENTION_UNCHECKED}, id="sizes-unchecked"),
     ],
 )
 def test_alternative_scores_full_marks(cells, tmp_path, shared_sandbox):

@@ -227,6 +227,14 @@ def uniform_attention_class():
     return UniformAttention
 
 
+def inputs_after(function, args, kwargs):
+    """[function(*args, **kwargs), args]: the arguments as they are after the call, for a
+    contract that says a function leaves its inputs as they were."""
+    result = function(*args, **kwargs)
+    return [result, list(args)]
+
+
+PROBES["inputs_after"] = inputs_after
 PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch

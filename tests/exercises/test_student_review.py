@@ -1,0 +1,93 @@
+"""Wrong solutions an independent student wrote against the contract (issue 18 review) that
+earned full marks: each now loses the points of the check that tests the broken clause, for
+every student (every seed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.grading.runner import grade_notebook
+from tests.conftest import source_notebook, with_student_cells, write_notebook
+
+EX6, EX7 = "ex6_rope", "ex7_kv_cache"
+STUDENTS = ("ada", "grace", "alan")  # hidden inputs are seeded from the student id
+
+# "Returns a new tensor of x's shape and dtype; x is not modified."
+ROPE_IN_PLACE = """
+_rope = apply_rope
+def apply_rope(x, offset=0, base=10000.0):
+    x.copy_(_rope(x, offset, base))
+    return x
+"""
+# Angles in x's dtype: float32 angles at positions in the thousands miss the contract's 1e-5.
+ROPE_FLOAT32_ANGLES = """
+def apply_rope(x, offset=0, base=10000.0):
+    h = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base).to(x.dtype)
+    angles = torch.arange(offset, offset + x.shape[-2], dtype=x.dtype)[:, None] * theta
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    a, b = x[..., :h], x[..., h:]
+    return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+"""
+# The modules take a base and never pass it on to the rotation.
+ROPE_ATTENTION_DEFAULT_BASE = """
+_Right = RoPEAttention
+class RoPEAttention(_Right):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__(d_model, num_heads)
+"""
+CACHED_ATTENTION_DEFAULT_BASE = """
+_Right = CachedSelfAttention
+class CachedSelfAttention(_Right):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+        super().__init__(d_model, n_heads, n_kv_heads)
+"""
+
+
+@pytest.mark.parametrize(
+    ("exercise", "cell", "check", "words"),
+    [
+        pytest.param(
+            EX6,
+            ROPE_IN_PLACE,
+            "test_apply_rope_float32_in_float32_out",
+            "changed x",
+            marks=pytest.mark.ex6,
+            id="apply_rope-modifies-x",
+        ),
+        pytest.param(
+            EX6,
+            ROPE_FLOAT32_ANGLES,
+            "test_apply_rope_float32_in_float32_out",
+            "for float32 x",
+            marks=pytest.mark.ex6,
+            id="apply_rope-float32-angles",
+        ),
+        pytest.param(
+            EX6,
+            ROPE_ATTENTION_DEFAULT_BASE,
+            "test_rope_attention_matches_the_reference_on_its_weights",
+            "RoPEAttention",
+            marks=pytest.mark.ex6,
+            id="RoPEAttention-ignores-base",
+        ),
+        pytest.param(
+            EX7,
+            CACHED_ATTENTION_DEFAULT_BASE,
+            "test_cached_attention_matches_the_reference_without_a_cache",
+            "CachedSelfAttention",
+            marks=pytest.mark.ex7,
+            id="CachedSelfAttention-ignores-base",
+        ),
+    ],
+)
+def test_the_broken_clause_costs_its_check_for_every_student(
+    exercise, cell, check, words, tmp_path, shared_sandbox
+):
+    notebook = with_student_cells(source_notebook(exercise), cell)
+    path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
+    for student in STUDENTS:
+        report = grade_notebook(path, student=student, only=[check], shared=shared_sandbox.get())
+        (result,) = report.checks
+        assert not result.passed, (student, result)
+        assert words in result.message, (student, result.message)
