@@ -26,8 +26,10 @@ class CheckResult:
     def points(self) -> float:
         return self.max_points if self.passed else 0.0
 
-    def feedback(self) -> str:
-        status = "passed" if self.passed else "FAILED"
+    def feedback(self, passed: str = "passed", failed: str = "FAILED") -> str:
+        """One line per check (the message's own lines indented below it); `passed` and
+        `failed` are the status words, e.g. translated."""
+        status = passed if self.passed else failed
         text = f"[{status}] {self.name} ({self.points:g}/{self.max_points:g})"
         return f"{text}: {hanging(self.message)}" if self.message else text
 

@@ -21,7 +21,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
-from autograder.core.results import CheckResult, GradeReport, hanging
+from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status, student_words
 from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
@@ -269,6 +269,4 @@ class GradeWithChecks(NbGraderPreprocessor):
 
 def _check_line(check: CheckResult, lang: str) -> str:
     """CheckResult.feedback() in the notebook's language (page_text.py)."""
-    status = words("passed", lang) if check.passed else words("FAILED", lang)
-    text = f"[{status}] {check.name} ({check.points:g}/{check.max_points:g})"
-    return f"{text}: {hanging(check.message)}" if check.message else text
+    return check.feedback(words("passed", lang), words("FAILED", lang))

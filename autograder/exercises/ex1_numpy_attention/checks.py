@@ -393,11 +393,11 @@ TINY_N, TINY_SEEDS = 3, 60
 
 def expect_never_negative(submission, mistakes, seed: int) -> None:
     d = SPREAD_D_K
-    for j in range(TINY_SEEDS):
-        raw = float(submission.call("score_variance", d, n_samples=TINY_N, seed=seed + 301 + j)[0])
+    for at in range(seed + 301, seed + 301 + TINY_SEEDS):
+        raw = float(submission.call("score_variance", d, n_samples=TINY_N, seed=at)[0])
         ensure(
             math.isfinite(raw) and raw >= 0,
-            f"score_variance({d}, n_samples={TINY_N}, seed={seed + 301 + j}) gave {raw:.4g}: a "
+            f"score_variance({d}, n_samples={TINY_N}, seed={at}) gave {raw:.4g}: a "
             f"variance estimated from {TINY_N} samples of q·k is never negative; the numbers "
             "should come from n_samples random draws",
             mistake=mistakes["variance_not_sampled"],
