@@ -105,3 +105,46 @@ def module_outputs(
 def without_raised(candidates: list[tuple[Mistake, object]]) -> list[tuple[Mistake, object]]:
     """The candidates whose mistake returned (not `Raised`)."""
     return [(mistake, output) for mistake, output in candidates if not isinstance(output, Raised)]
+
+
+def call_evaluating(submission: Any, name: str, model: Handle, *args: Any) -> tuple[Any, dict]:
+    """The student's function `name` called as name(model, *args) through the `forward_modes`
+    probe: (what it returned, {"calls", "training", "with_gradients"}) for the calls of `model`
+    and its submodules it made (see `expect_evaluated`)."""
+    function = submission.module_getattr(name)
+    value, modes = submission.probe("forward_modes", function, model, *args)
+    return value, modes
+
+
+def expect_evaluated(
+    modes: Any,
+    what: str,
+    *,
+    with_gradients: Mistake | None,
+    in_training: Mistake | None = None,
+) -> None:
+    """Fail unless every call of the model that `call_evaluating` saw ran without gradients
+    (torch.no_grad() or torch.inference_mode()) and, when `in_training` is given (the contract
+    says "eval mode"), in eval mode. No call seen is not judged: a hook sees every module call,
+    so the function's output, checked on its own, is the evidence then."""
+    counts = modes if isinstance(modes, dict) else {}
+    calls, training, gradients = (
+        value if isinstance(value := counts.get(key), int) else 0
+        for key in ("calls", "training", "with_gradients")
+    )
+    if calls == 0:
+        return
+    if in_training is not None:
+        ensure(
+            training == 0,
+            f"{what} ran the model in training mode ({training} of {calls} module calls); call "
+            "model.eval() before the forward passes (restoring the previous mode afterwards is "
+            "fine)",
+            mistake=in_training,
+        )
+    ensure(
+        gradients == 0,
+        f"{what} ran the model with gradients on ({gradients} of {calls} module calls); run it "
+        "under torch.no_grad() (or torch.inference_mode())",
+        mistake=with_gradients,
+    )

@@ -92,6 +92,19 @@ def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
     return history
 """
 
+# A decorator instead of a with-block, a restored mode, batches: "in eval mode without gradients"
+ACCURACY_DECORATED = """
+@torch.inference_mode()
+def next_token_accuracy(model, X, Y):
+    was_training = model.training
+    model.eval()
+    hits = 0
+    for start in range(0, len(X), 100):
+        hits += int((model.forward(X[start:start + 100]).argmax(-1) == Y[start:start + 100]).sum())
+    model.train(was_training)
+    return hits / Y.numel()
+"""
+
 CASES = [
     pytest.param(
         "ex1_numpy_attention",
@@ -127,6 +140,13 @@ CASES = [
             "test_train_lm_learns_the_sine",
         ],
         id="ex5-dataloader-sum-then-divide",
+        marks=pytest.mark.ex5,
+    ),
+    pytest.param(
+        "ex5_causal_mask",
+        {"next_token_accuracy": ACCURACY_DECORATED},
+        ["test_next_token_accuracy_matches_predictions"],
+        id="ex5-accuracy-decorated-batched-mode-restored",
         marks=pytest.mark.ex5,
     ),
 ]

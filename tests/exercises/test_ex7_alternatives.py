@@ -1,6 +1,6 @@
 """Correct ex7_kv_cache solutions in other styles than the reference's score full marks: a
 cache that preallocates and grows, PyTorch's fused attention with an explicit offset mask, and
-generation that keeps the last logits."""
+generation that keeps the last logits or runs under a no_grad decorator."""
 
 from __future__ import annotations
 
@@ -93,12 +93,27 @@ def generate(model, prompt, n_new, use_cache=True):
 """
 
 
+GENERATE_DECORATED = """
+@torch.no_grad()
+def generate(model, prompt, n_new, use_cache=True):
+    cache = KVCache() if use_cache else None
+    tokens, fed = prompt, prompt
+    for _ in range(n_new):
+        logits = model(fed, cache) if use_cache else model(tokens)
+        nxt = logits[:, -1].argmax(-1, keepdim=True)
+        tokens = torch.cat([tokens, nxt], 1)
+        fed = nxt if use_cache else tokens
+    return tokens
+"""
+
+
 @pytest.mark.parametrize(
     "cells",
     [
         pytest.param({"KVCache": CACHE_LIST}, id="list-cache"),
         pytest.param({"CachedSelfAttention": ATTENTION_FUSED}, id="fused-attention-offset-mask"),
         pytest.param({"generate": GENERATE_LOOP}, id="generate-keeps-last-logits"),
+        pytest.param({"generate": GENERATE_DECORATED}, id="generate-no-grad-decorator"),
         # The contract names no error for sizes that do not divide (an independent student's
         # correct solutions lost 0.5 for an assert and for no check at all).
         pytest.param({"CachedSelfAttention": ATTENTION_ASSERTS}, id="sizes-asserted"),

@@ -21,6 +21,7 @@ from autograder.authoring.expect import (
     matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
+from autograder.authoring.modules import call_evaluating, expect_evaluated
 from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -630,7 +631,8 @@ def judge_accuracy(submission, mistakes, rng, model, x: np.ndarray, vocab: int) 
     expected = float(np.mean(hit))
     model.call("train")  # next_token_accuracy must switch to eval mode itself (dropout 0.3)
     what = f"next_token_accuracy(model, X, Y) for X, Y of shape {x.shape}"
-    value = submission.call("next_token_accuracy", model, torch.from_numpy(x), torch.from_numpy(y))
+    X, Y = torch.from_numpy(x), torch.from_numpy(y)
+    value, modes = call_evaluating(submission, "next_token_accuracy", model, X, Y)
     ensure(
         isinstance(value, float | np.floating),
         f"{what} should return a Python float, got {getattr(value, 'type', type(value).__name__)}",
@@ -647,3 +649,10 @@ def judge_accuracy(submission, mistakes, rng, model, x: np.ndarray, vocab: int) 
             f"{distinguish(value, expected)[0]}",
             mistake=named,
         )
+    # "in eval mode without gradients": the constraint gates these points
+    expect_evaluated(
+        modes,
+        what,
+        with_gradients=mistakes["accuracy_with_gradients"],
+        in_training=mistakes["accuracy_in_train_mode"],
+    )

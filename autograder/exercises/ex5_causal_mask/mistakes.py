@@ -285,6 +285,17 @@ def next_token_accuracy(model, X, Y):
         return (model(X)[:, -1].argmax(dim=-1) == Y[:, -1]).float().mean().item()
 
 
+@CATALOGUE.mistake(
+    "accuracy_with_gradients",
+    "next_token_accuracy runs the model with gradients on; measure under torch.no_grad() (or "
+    "torch.inference_mode())",
+    check="test_next_token_accuracy_matches_predictions",
+)
+def next_token_accuracy(model, X, Y):
+    model.eval()
+    return (model(X).argmax(dim=-1) == Y).float().mean().item()
+
+
 # -- round 2 (issue 8) ---------------------------------------------------------------------------
 
 

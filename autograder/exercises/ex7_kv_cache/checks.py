@@ -25,7 +25,14 @@ from autograder.authoring.expect import (
     is_int,
 )
 from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import load_into, module_output, module_outputs, without_raised
+from autograder.authoring.modules import (
+    call_evaluating,
+    expect_evaluated,
+    load_into,
+    module_output,
+    module_outputs,
+    without_raised,
+)
 from autograder.core.errors import StudentError
 from autograder.exercises.ex7_kv_cache import reference as ref
 
@@ -354,7 +361,7 @@ def decoding_setup(submission, rng):
     return sizes, model, weights, prompt
 
 
-@check(points=1.0, grade_id="check_generate")
+@check(points=0.75, grade_id="check_generate")
 def test_generate_matches_the_reference(submission, mistakes, rng):
     sizes, model, weights, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(4, 9))
@@ -402,6 +409,25 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
         atol=0,
         rtol=0,
     )
+
+
+@check(
+    points=0.25,
+    grade_id="check_generate",
+    requires=("test_generate_matches_the_reference",),
+)
+def test_generate_runs_without_gradients(submission, mistakes, rng):
+    """The contract's "No gradients" gates these points; only a hook sees it (the tokens are
+    the same either way)."""
+    _, model, _, prompt = decoding_setup(submission, rng)
+    n_new = int(rng.integers(3, 7))
+    for use_cache in (True, False):
+        _, modes = call_evaluating(submission, "generate", model, prompt, n_new, use_cache)
+        expect_evaluated(
+            modes,
+            f"generate(model, prompt, {n_new}, use_cache={use_cache})",
+            with_gradients=mistakes["generate_with_gradients"],
+        )
 
 
 # -- kv_projections ------------------------------------------------------------------------------

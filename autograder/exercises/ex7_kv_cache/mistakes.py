@@ -358,6 +358,22 @@ def generate(model, prompt, n_new, use_cache=True):
     return tokens
 
 
+@CATALOGUE.mistake(
+    "generate_with_gradients",
+    "generate runs the model with gradients on (every step keeps its graph); decode under "
+    "torch.no_grad() (or torch.inference_mode())",
+    check="test_generate_runs_without_gradients",
+)
+def generate(model, prompt, n_new, use_cache=True):
+    tokens = prompt
+    cache = KVCache() if use_cache else None
+    for step in range(n_new):
+        fed = tokens if cache is None or step == 0 else tokens[:, -1:]
+        logits = model(fed, cache)
+        tokens = torch.cat([tokens, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
+    return tokens
+
+
 # -- kv_projections ------------------------------------------------------------------------------
 @CATALOGUE.mistake(
     "cached_count_off_by_one",

@@ -26,7 +26,13 @@ from autograder.authoring.expect import (
     matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import load_into, module_output, module_outputs
+from autograder.authoring.modules import (
+    call_evaluating,
+    expect_evaluated,
+    load_into,
+    module_output,
+    module_outputs,
+)
 from autograder.core.errors import StudentError
 from autograder.exercises.ex8_additive_attention import reference as ref
 
@@ -428,8 +434,11 @@ def test_train_pointer_is_deterministic_for_a_seed(submission, rng, seed):
 
 @check(points=0.25, grade_id="check_training")
 def test_pointer_accuracy_of_a_trained_module(submission, mistakes, seed):
+    """The value, computed in eval mode without gradients (the contract's constraint gates these
+    points: the module has no dropout, so only a hook sees the mode)."""
     module, _ = trained(submission, "MultiplicativeAttention", (16, 16), seed % 1000)
-    value = submission.call("pointer_accuracy", module, *HELD_OUT)
+    module.call("train")  # pointer_accuracy must switch to eval mode itself
+    value, modes = call_evaluating(submission, "pointer_accuracy", module, *HELD_OUT)
     expected = held_out_accuracy(module, "MultiplicativeAttention", (16, 16))
     parent = parent_copy(module, "MultiplicativeAttention", (16, 16))
     candidates = mistakes.outputs("pointer_accuracy", parent, *HELD_OUT)
@@ -442,4 +451,10 @@ def test_pointer_accuracy_of_a_trained_module(submission, mistakes, seed):
         f"pointer_accuracy of a trained module should be {expected:.4f} (the fraction of "
         f"samples whose largest weight is on the target), got {value!r}",
         mistake=named,
+    )
+    expect_evaluated(
+        modes,
+        "pointer_accuracy(module, annotations, states, targets)",
+        with_gradients=mistakes["pointer_accuracy_with_gradients"],
+        in_training=mistakes["pointer_accuracy_in_training_mode"],
     )

@@ -302,3 +302,27 @@ def pointer_accuracy(module, annotations, states, targets):
     with torch.no_grad():
         _, weights = module(annotations, states)
     return 100.0 * float((weights.argmax(dim=-1) == targets).float().mean())
+
+
+@CATALOGUE.mistake(
+    "pointer_accuracy_with_gradients",
+    "pointer_accuracy runs the module with gradients on; measure under torch.no_grad() (or "
+    "torch.inference_mode())",
+    check="test_pointer_accuracy_of_a_trained_module",
+)
+def pointer_accuracy(module, annotations, states, targets):
+    module.eval()
+    _, weights = module(annotations, states)
+    return float((weights.argmax(dim=-1) == targets).float().mean())
+
+
+@CATALOGUE.mistake(
+    "pointer_accuracy_in_training_mode",
+    "pointer_accuracy runs the module in training mode; call module.eval() before measuring "
+    "(restoring the previous mode afterwards is fine)",
+    check="test_pointer_accuracy_of_a_trained_module",
+)
+def pointer_accuracy(module, annotations, states, targets):
+    with torch.no_grad():
+        _, weights = module(annotations, states)
+    return float((weights.argmax(dim=-1) == targets).float().mean())

@@ -234,6 +234,34 @@ def inputs_after(function, args, kwargs):
     return [result, list(args)]
 
 
+def forward_modes(function, model, *args):
+    """[function(model, *args), {"calls", "training", "with_gradients"}]: how many calls of
+    `model` or of one of its submodules the function made, how many of them in training mode,
+    and how many with gradients on (`torch.is_grad_enabled()`, False under torch.no_grad() and
+    torch.inference_mode()): whether a function that should evaluate "in eval mode, without
+    gradients" does. A global forward pre-hook sees every call, however the module is called."""
+    import torch
+    import torch.nn as nn
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    ours = {id(m) for m in nn.Module.modules(model)}
+    counts = {"calls": 0, "training": 0, "with_gradients": 0}
+
+    def record(module, inputs):
+        if id(module) in ours:
+            counts["calls"] += 1
+            counts["training"] += bool(object.__getattribute__(module, "training"))
+            counts["with_gradients"] += torch.is_grad_enabled()
+
+    handle = register_module_forward_pre_hook(record)
+    try:
+        result = function(model, *args)
+    finally:
+        handle.remove()
+    return [result, counts]
+
+
+PROBES["forward_modes"] = forward_modes
 PROBES["inputs_after"] = inputs_after
 PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
