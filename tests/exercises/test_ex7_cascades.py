@@ -1,0 +1,48 @@
+"""A fault of ex7's KVCache or CachedSelfAttention is charged to their own checks only: TinyLM
+and generate, correct in the same notebook, keep every point (they are checked on what the
+student's own attention and cache do, besides the reference)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.authoring.catalogue import catalogue_for
+from autograder.grading.runner import grade_notebook
+from tests.conftest import source_notebook, write_notebook
+from tests.exercises.test_fake_stubs import checks_of
+
+pytestmark = pytest.mark.ex7
+EXERCISE = "ex7_kv_cache"
+UPSTREAM = ("KVCache", "CachedSelfAttention")
+DOWNSTREAM = ("TinyLM", "generate")
+# A cache that concatenates on the wrong axis makes the model raise in its second cached pass:
+# generate has nothing to return then, and a generate that crashes earns nothing.
+MODEL_RAISES = {"cache_concatenated_on_the_wrong_axis"}
+
+
+def downstream_checks() -> list[str]:
+    return [check for name in DOWNSTREAM for check in checks_of(EXERCISE, name)]
+
+
+@pytest.mark.parametrize(
+    "mistake_id",
+    [m.id for m in catalogue_for(EXERCISE) if m.target in UPSTREAM and m.id not in MODEL_RAISES],
+)
+def test_an_upstream_fault_costs_tinylm_and_generate_nothing(mistake_id, tmp_path, shared_sandbox):
+    mistake = catalogue_for(EXERCISE)[mistake_id]
+    notebook = source_notebook(EXERCISE, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    checks = downstream_checks()
+    report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert len(report.checks) == len(checks) >= 4 and not failed, failed
+
+
+def test_the_upstream_fault_is_still_caught_where_it_belongs(tmp_path, shared_sandbox):
+    """The de-cascade moves no points: the attention's own check still fails."""
+    mistake = catalogue_for(EXERCISE)["new_tokens_rotated_from_position_0"]
+    notebook = source_notebook(EXERCISE, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
+    failed = {c.name for c in report.checks if not c.passed}
+    assert mistake.check in failed
