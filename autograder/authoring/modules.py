@@ -89,17 +89,45 @@ def module_outputs(
 ) -> list[tuple[Mistake, object]]:
     """(mistake, `module_output` of it) for every catalogued wrong class `target`, or `Raised`
     when building it, loading the weights or `run` raises: candidates for naming a wrong
-    answer, like `Catalogue.outputs` gives for functions."""
-    found = []
+    answer, like `Catalogue.outputs` gives for functions. A mistake that gives the reference's
+    own answer here (a wrong default when the argument is given, say) explains no wrong answer
+    and is left out."""
+    from autograder.exercises import reference_module
+
+    try:
+        reference = getattr(reference_module(catalogue.exercise), target)
+        right = module_output(reference, init_args, state_dict, run, dtype=dtype)
+    except Exception:  # noqa: BLE001 - then no mistake is left out
+        right = Raised("reference")
+    found: list[tuple[Mistake, object]] = []
     for mistake in catalogue.for_target(target):
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 cls = mistake.bound(catalogue.exercise)
-                found.append((mistake, module_output(cls, init_args, state_dict, run, dtype=dtype)))
+                output = module_output(cls, init_args, state_dict, run, dtype=dtype)
         except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
             found.append((mistake, Raised(type(error).__name__)))
+            continue
+        if isinstance(right, Raised) or not _same_answer(output, right):
+            found.append((mistake, output))
     return found
+
+
+def _same_answer(a: Any, b: Any) -> bool:
+    """Equal outputs (arrays, tensors, numbers, or tuples and lists of them), to rounding."""
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return len(a) == len(b) and all(_same_answer(x, y) for x, y in zip(a, b, strict=True))
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+        return (
+            x.shape == y.shape
+            and x.dtype.kind in "biuf"
+            and y.dtype.kind in "biuf"
+            and bool(np.allclose(x, y, rtol=1e-9, atol=1e-12))
+        )
+    except (TypeError, ValueError):
+        return False
 
 
 def without_raised(candidates: list[tuple[Mistake, object]]) -> list[tuple[Mistake, object]]:

@@ -44,6 +44,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         exchange_root=args.exchange,
         course_id=args.course_id,
         force=args.force,
+        small_demo=args.small_demo,
     )
     for path in built:
         print(path)
@@ -196,6 +197,12 @@ def parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="rebuild an exercise that is already released and has submissions",
+    )
+    build.add_argument(
+        "--small-demo",
+        action="store_true",
+        help="demo cells on less data and for fewer epochs: a course for trying the whole "
+        "cycle quickly (not for students)",
     )
     build.set_defaults(run=cmd_build)
 

@@ -154,10 +154,10 @@ def refuse_rebuilding_handed_in(course_dir: Path, exercises: list[str]) -> None:
         )
 
 
-def write_source(course_dir: Path, exercise: str, lang: str) -> Path:
+def write_source(course_dir: Path, exercise: str, lang: str, small_demo: bool = False) -> Path:
     path = source_notebook_path(course_dir, exercise)
     path.parent.mkdir(parents=True, exist_ok=True)
-    notebook = to_notebook(render_cells(exercise, lang), exercise, lang)
+    notebook = to_notebook(render_cells(exercise, lang, small_demo), exercise, lang)
     nbformat.write(notebook, path)
     return path
 
@@ -172,8 +172,11 @@ def build_course(
     exchange_root: str | None = None,
     course_id: str | None = None,
     force: bool = False,
+    small_demo: bool = False,
 ) -> list[Path]:
     """Write config and source notebooks; with `release`, run `nbgrader generate_assignment`.
+    `small_demo`: demo cells on less data and for fewer epochs (each exercise's `small_demo`),
+    a course for trying the cycle quickly, not for students.
 
     Returns the release notebooks (or the source notebooks without `release`)."""
     course_dir = Path(course_dir).resolve()
@@ -190,7 +193,7 @@ def build_course(
     languages = exercise_languages(course_dir, chosen, lang)
     built = []
     for exercise in chosen:
-        source = write_source(course_dir, exercise, languages[exercise])
+        source = write_source(course_dir, exercise, languages[exercise], small_demo)
         if release:
             stub = f"--ClearSolutions.text_stub={TEXT_STUBS[languages[exercise]]}"
             run_nbgrader(course_dir, "generate_assignment", exercise, "--force", stub)

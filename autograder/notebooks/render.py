@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import jinja2
 
-from autograder.core.errors import UsageError
-from autograder.exercises import EXERCISES_DIR, reference_source, resolve
+from autograder.core.errors import GraderError, UsageError
+from autograder.exercises import EXERCISES_DIR, declaration, reference_source, resolve
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import CellSpec, parse_cells
 
@@ -53,8 +54,27 @@ def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> s
 
 
 @cache
-def render_cells(exercise: str, lang: str = "en") -> tuple[CellSpec, ...]:
-    return tuple(parse_cells(render_text(exercise, lang)))
+def render_cells(exercise: str, lang: str = "en", small_demo: bool = False) -> tuple[CellSpec, ...]:
+    """The exercise's cells; `small_demo`: with the declaration's `small_demo` edits made to its
+    demo cells (less data, fewer epochs: a course for trying the cycle quickly)."""
+    cells = tuple(parse_cells(render_text(exercise, lang)))
+    return with_small_demo(cells, exercise) if small_demo else cells
+
+
+def with_small_demo(cells: tuple[CellSpec, ...], exercise: str) -> tuple[CellSpec, ...]:
+    """`cells` with each `small_demo` edit of the exercise made where its text is, in the demo
+    cells, found exactly once (an edit that no longer fits the template is an error)."""
+    edited = list(cells)
+    for text, replacement in declaration(exercise).small_demo.items():
+        places = [i for i, cell in enumerate(edited) if cell.role == "demo" and text in cell.source]
+        count = sum(edited[i].source.count(text) for i in places)
+        if count != 1:
+            raise GraderError(
+                f"{exercise}: small_demo's {text!r} is in the demo cells {count} times, not once"
+            )
+        cell = edited[places[0]]
+        edited[places[0]] = replace(cell, source=cell.source.replace(text, replacement))
+    return tuple(edited)
 
 
 @cache

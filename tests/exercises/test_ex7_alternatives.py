@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.grading.runner import grade_notebook
-from tests.conftest import source_notebook, write_notebook
+from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 pytestmark = pytest.mark.ex7
 
@@ -107,6 +107,28 @@ def generate(model, prompt, n_new, use_cache=True):
 """
 
 
+# TinyLM casts the residual back to float32 (an attention that returns float64 is graded by the
+# attention's own checks; TinyLM's composition of it is right)
+TINYLM_CASTS = """
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens, cache=None):
+        x = self.embed(tokens)
+        return self.head((x + self.attn(x, cache=cache)).float())
+"""
+ATTENTION_IN_FLOAT64 = """
+_attention_forward = CachedSelfAttention.forward
+def _in_float64(self, x, cache=None):
+    return _attention_forward(self, x, cache).double()
+CachedSelfAttention.forward = _in_float64
+"""
+
+
 @pytest.mark.parametrize(
     "cells",
     [
@@ -122,6 +144,16 @@ def generate(model, prompt, n_new, use_cache=True):
 )
 def test_alternative_scores_full_marks(cells, tmp_path, shared_sandbox):
     notebook = source_notebook("ex7_kv_cache", replace=cells)
+    path = write_notebook(notebook, tmp_path / "ex7_kv_cache.ipynb")
+    report = grade_notebook(path, shared=shared_sandbox.get())
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert not failed and report.score == 8, failed
+
+
+def test_a_tinylm_casting_a_float64_attention_back_scores_full_marks(tmp_path, shared_sandbox):
+    notebook = with_student_cells(
+        source_notebook("ex7_kv_cache", replace={"TinyLM": TINYLM_CASTS}), ATTENTION_IN_FLOAT64
+    )
     path = write_notebook(notebook, tmp_path / "ex7_kv_cache.ipynb")
     report = grade_notebook(path, shared=shared_sandbox.get())
     failed = {c.name: c.message for c in report.checks if not c.passed}

@@ -9,7 +9,7 @@ import pytest
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
-EX6, EX7 = "ex6_rope", "ex7_kv_cache"
+EX5, EX6, EX7, EX8 = "ex5_causal_mask", "ex6_rope", "ex7_kv_cache", "ex8_additive_attention"
 STUDENTS = ("ada", "grace", "alan")  # hidden inputs are seeded from the student id
 
 # "Returns a new tensor of x's shape and dtype; x is not modified."
@@ -41,6 +41,35 @@ _Right = CachedSelfAttention
 class CachedSelfAttention(_Right):
     def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
         super().__init__(d_model, n_heads, n_kv_heads)
+"""
+
+# TinyLM's forward never hands its cache to attn (generate, correct, then decodes this model
+# "right": the fault is TinyLM's, and only a TinyLM check fed through a cache sees it).
+TINYLM_DROPS_THE_CACHE = """
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens, cache=None):
+        x = self.embed(tokens)
+        return self.head(x + self.attn(x))
+"""
+# "in eval mode without gradients", evaded by measuring on a private copy of the model
+ACCURACY_ON_A_COPY = """
+import copy
+def next_token_accuracy(model, X, Y):
+    model = copy.deepcopy(model).eval()
+    return (model(X).argmax(dim=-1) == Y).float().mean().item()
+"""
+POINTER_ACCURACY_ON_A_COPY = """
+import copy
+def pointer_accuracy(module, annotations, states, targets):
+    module = copy.deepcopy(module)
+    _, weights = module(annotations, states)
+    return float((weights.argmax(dim=-1) == targets).float().mean())
 """
 
 
@@ -78,6 +107,30 @@ class CachedSelfAttention(_Right):
             "CachedSelfAttention",
             marks=pytest.mark.ex7,
             id="CachedSelfAttention-ignores-base",
+        ),
+        pytest.param(
+            EX7,
+            TINYLM_DROPS_THE_CACHE,
+            "test_tinylm_matches_the_reference_on_its_weights",
+            "with one KVCache",
+            marks=pytest.mark.ex7,
+            id="TinyLM-drops-the-cache",
+        ),
+        pytest.param(
+            EX5,
+            ACCURACY_ON_A_COPY,
+            "test_next_token_accuracy_matches_predictions",
+            "with gradients on",
+            marks=pytest.mark.ex5,
+            id="next_token_accuracy-copy-with-gradients",
+        ),
+        pytest.param(
+            EX8,
+            POINTER_ACCURACY_ON_A_COPY,
+            "test_pointer_accuracy_of_a_trained_module",
+            "training mode",
+            marks=pytest.mark.ex8,
+            id="pointer_accuracy-copy-in-training-mode",
         ),
     ],
 )

@@ -152,7 +152,11 @@ def test_module_outputs_run_every_class_mistake_on_the_given_weights():
     catalogue = catalogue_for("ex4_gqa_analysis")
     pairs = module_outputs(catalogue, "GroupedQueryAttention", sizes, weights, run)
     outcomes = {mistake.id: output for mistake, output in pairs}
-    assert list(outcomes) == [m.id for m in catalogue.for_target("GroupedQueryAttention")]
+    # without a mask, and with sizes that divide, these three give the reference's answer: they
+    # explain no wrong answer here and are left out
+    same = {"mask_polarity_reversed", "mask_ignored", "assert_not_value_error"}
+    ids = [m.id for m in catalogue.for_target("GroupedQueryAttention")]
+    assert same <= set(ids) and list(outcomes) == [i for i in ids if i not in same]
     # its W_k has query-head width: the student's weights do not fit
     assert outcomes["kv_projections_use_query_heads"] == Raised("RuntimeError")
     scaled = outcomes["no_head_dim_scaling"]
@@ -160,3 +164,23 @@ def test_module_outputs_run_every_class_mistake_on_the_given_weights():
     ran = [mistake.id for mistake, _ in without_raised(pairs)]
     assert ran == [key for key, output in outcomes.items() if not isinstance(output, Raised)]
     assert "kv_projections_use_query_heads" not in ran
+
+
+def test_a_mistake_giving_the_references_answer_is_no_candidate():
+    """ex7's `default_is_one_kv_head` is the reference whenever n_kv_heads is given: it was
+    named for a wrong answer that happened to equal the reference's (an independent student's
+    view without a transpose)."""
+    import torch
+
+    from autograder.authoring.catalogue import catalogue_for
+    from autograder.authoring.modules import module_outputs
+    from autograder.exercises.ex7_kv_cache import reference
+
+    sizes = (12, 6, 2)
+    state = reference.CachedSelfAttention(*sizes).state_dict()
+    x = torch.randn(2, 5, 12, dtype=torch.float64)
+    catalogue = catalogue_for("ex7_kv_cache")
+    found = module_outputs(catalogue, "CachedSelfAttention", sizes, state, lambda m: m(x).numpy())
+    names = {mistake.id for mistake, _ in found}
+    assert "default_is_one_kv_head" not in names
+    assert "rope_on_values" in names  # a real difference stays a candidate

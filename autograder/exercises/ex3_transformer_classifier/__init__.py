@@ -15,4 +15,8 @@ EXERCISE = Exercise(
         "train_classifier": ("test_train_classifier",),
         "evaluate_accuracy": ("test_evaluate_accuracy",),
     },
+    small_demo={
+        "VOCAB_SIZE = 3000, 1000,": "VOCAB_SIZE = 300, 100,",
+        "LEARNING_RATE, SEED = 6,": "LEARNING_RATE, SEED = 1,",
+    },
 )

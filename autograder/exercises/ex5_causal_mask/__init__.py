@@ -16,4 +16,8 @@ EXERCISE = Exercise(
         "train_lm": ("test_train_lm",),
         "next_token_accuracy": ("test_next_token_accuracy",),
     },
+    small_demo={
+        "CONTEXT_LEN = 1000,": "CONTEXT_LEN = 300,",
+        "LEARNING_RATE, SEED = 5,": "LEARNING_RATE, SEED = 1,",
+    },
 )

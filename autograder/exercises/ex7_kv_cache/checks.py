@@ -331,6 +331,10 @@ def tinylm_sizes(rng) -> tuple[int, int, int, int]:
 
 @check(points=1.0, grade_id="check_tinylm")
 def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
+    """TinyLM on its weights, the whole sequence without a cache and a prefill then the rest
+    with a KVCache: the reference's logits, or head(x + attn(x, cache)) with the student's own
+    `attn` and KVCache, evaluated by the grader before TinyLM sees these tokens (a fault of
+    the attention or the cache is charged to their own checks, not again to TinyLM's)."""
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
     state = model.call("state_dict")
@@ -338,45 +342,76 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     ensure(not missing, f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)")
     weights = load_into(model, seeded(rng, tinylm_layout(*sizes)))
     tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(3, 7)))
+    prefill = int(rng.integers(2, 6))
+    chunks = [tokens[:, :prefill], tokens[:, prefill:]]
+    own = {
+        "whole": own_composition(submission, model, weights, [tokens], use_cache=False),
+        "cached": own_composition(submission, model, weights, chunks, use_cache=True),
+    }
 
     def run(reference_model):
         return reference_model(tokens).numpy()
 
+    def run_cached(reference_model):
+        cache = ref.KVCache()
+        return torch.cat([reference_model(chunk, cache) for chunk in chunks], dim=1).numpy()
+
     what = f"TinyLM{sizes}(tokens) on its own weights"
     got = as_array(model(tokens), what, allow=("tensor",))
-    if composes_its_own_attention(model, weights, tokens, got):
-        return
-    expect_close(
-        got,
-        module_output(ref.TinyLM, sizes, weights, run),
-        what,
-        atol=1e-4,
-        rtol=1e-4,
-        mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run)),
+    if own["whole"] is None or not close(got, own["whole"], atol=1e-4, rtol=1e-4):
+        expect_close(
+            got,
+            module_output(ref.TinyLM, sizes, weights, run),
+            what,
+            atol=1e-4,
+            rtol=1e-4,
+            mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run)),
+        )
+    what = f"TinyLM{sizes} fed {prefill} tokens and then {7 - prefill} more with one KVCache"
+    cache = submission.call("KVCache")
+    got = np.concatenate(
+        [as_array(model(chunk, cache), what, allow=("tensor",)) for chunk in chunks], axis=1
     )
+    if own["cached"] is None or not close(got, own["cached"], atol=1e-4, rtol=1e-4):
+        expect_close(
+            got,
+            module_output(ref.TinyLM, sizes, weights, run_cached),
+            f"{what} (the cache goes on to attn)",
+            atol=1e-4,
+            rtol=1e-4,
+        )
 
 
-def composes_its_own_attention(model, weights, tokens, got) -> bool:
-    """Whether `got` is head(x + attn(x)) with x = embed(tokens), the student's own `attn`
-    module run here on that x: TinyLM's job is that composition, and a fault of the attention
-    class is charged to its own checks, not again to TinyLM's (the embedding and the head are
-    the seeded weights)."""
-    x = weights["embed.weight"][tokens]
+def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> np.ndarray | None:
+    """head(x + attn(x, cache)) for x = embed(chunk) of each chunk in turn, with the student's
+    own `attn` (and, with `use_cache`, one KVCache of theirs), the embedding and the head being
+    the seeded weights: what a correct TinyLM returns with that attention, right or wrong as it
+    may be. None when the attention or the cache fails or returns something else."""
+    attn = model.getattr("attn")
+    cache = submission.call("KVCache") if use_cache else None
+    head_w, head_b = weights["head.weight"].double(), weights["head.bias"].double()
+    outputs = []
     try:
-        attended = as_array(model.getattr("attn")(x), "TinyLM.attn(x)", allow=("tensor",))
-    except (StudentError, CheckFailed):
-        return False
-    if attended.shape != tuple(x.shape):
-        return False
-    expected = (x + torch.from_numpy(attended)) @ weights["head.weight"].T + weights["head.bias"]
-    return close(got, expected.numpy(), atol=1e-4, rtol=1e-4)
+        for chunk in chunks:
+            x = weights["embed.weight"][chunk]
+            attended = as_array(
+                attn(x, cache) if cache is not None else attn(x), "attn(x)", allow=("tensor",)
+            )
+            if attended.shape != tuple(x.shape) or not np.issubdtype(attended.dtype, np.floating):
+                return None
+            residual = x.double() + torch.from_numpy(attended.astype(np.float64))
+            outputs.append((residual @ head_w.T + head_b).numpy())
+    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
+        return None  # hostile or broken output: the reference alone judges
+    return np.concatenate(outputs, axis=1)
 
 
 # -- generate ------------------------------------------------------------------------------------
 def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.ndarray | None:
     """The contract's greedy decoding run by the grader on the student's own model (and, with
     the cache, a KVCache of their own): what a correct generate returns for that model, right
-    or wrong as the model may be. None when the model or the cache fails."""
+    or wrong as the model may be. None when the model or the cache fails. Run before the
+    student's generate sees the prompt: a model cannot replay what generate told it."""
     try:
         cache = submission.call("KVCache") if use_cache else None
         tokens = prompt
@@ -386,12 +421,14 @@ def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.n
             else:
                 logits = model(tokens if step == 0 else tokens[:, -1:], cache)
             last = as_array(logits, "TinyLM's logits", allow=("tensor",))
-            if last.ndim != 3 or last.shape[0] != len(prompt):
+            if last.ndim != 3 or last.shape[0] != len(prompt) or 0 in last.shape:
+                return None
+            if not np.issubdtype(last.dtype, np.floating):
                 return None
             following = torch.from_numpy(last[:, -1].argmax(axis=-1)).to(prompt.dtype)
             tokens = torch.cat([tokens, following[:, None]], dim=1)
-    except (StudentError, CheckFailed):
-        return None
+    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
+        return None  # hostile or broken output: the reference alone judges
     return tokens.numpy()
 
 
@@ -407,6 +444,7 @@ def decoding_setup(submission, rng):
 def test_generate_matches_the_reference(submission, mistakes, rng):
     sizes, model, weights, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(4, 9))
+    own = {c: decoded_here(submission, model, prompt, n_new, c) for c in (True, False)}
     for use_cache in (True, False):
 
         def run(reference_model, use_cache=use_cache):
@@ -419,10 +457,9 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
             what,
             allow=("tensor",),
         )
-        if not close(got, expected, atol=0, rtol=0):
-            own = decoded_here(submission, model, prompt, n_new, use_cache)
-            if own is not None and close(got, own, atol=0, rtol=0):
-                continue  # right for the model it was given: the model's fault is not generate's
+        mine = own[use_cache]
+        if mine is not None and close(got, mine, atol=0, rtol=0):
+            continue  # right for the model it was given: a fault of the model is not generate's
         candidates = []
         for mistake in mistakes.for_target("generate"):
             wrong_generate = mistake.bound("ex7_kv_cache")
@@ -449,6 +486,7 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
     the grader's own decoding of that model."""
     _, model, _, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(6, 12))
+    own = [decoded_here(submission, model, prompt, n_new, c) for c in (True, False)]
     cached = as_array(
         submission.call("generate", model, prompt, n_new, use_cache=True),
         "generate with the cache",
@@ -460,7 +498,6 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
         allow=("tensor",),
     )
     if not close(cached, recomputed, atol=0, rtol=0):
-        own = [decoded_here(submission, model, prompt, n_new, c) for c in (True, False)]
         if all(o is not None for o in own) and not close(own[0], own[1], atol=0, rtol=0):
             if close(cached, own[0], atol=0, rtol=0) and close(recomputed, own[1], atol=0, rtol=0):
                 return

@@ -16,4 +16,8 @@ EXERCISE = Exercise(
         "pointer_accuracy": ("test_pointer_accuracy",),
     },
     core=False,
+    small_demo={
+        "make_pointer_task(2000, seed=0)": "make_pointer_task(200, seed=0)",
+        "train_pointer(module, *train_data)": "train_pointer(module, *train_data, epochs=3)",
+    },
 )

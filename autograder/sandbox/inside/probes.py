@@ -239,7 +239,9 @@ def forward_modes(function, model, *args):
     `model` or of one of its submodules the function made, how many of them in training mode,
     and how many with gradients on (`torch.is_grad_enabled()`, False under torch.no_grad() and
     torch.inference_mode()): whether a function that should evaluate "in eval mode, without
-    gradients" does. A global forward pre-hook sees every call, however the module is called."""
+    gradients" does. A global forward pre-hook sees every call, however the module is called;
+    a module that holds parameters of its own but is not one of `model`'s (a copy of the model,
+    or one rebuilt from its state_dict) counts too."""
     import torch
     import torch.nn as nn
     from torch.nn.modules.module import register_module_forward_pre_hook
@@ -247,8 +249,14 @@ def forward_modes(function, model, *args):
     ours = {id(m) for m in nn.Module.modules(model)}
     counts = {"calls": 0, "training": 0, "with_gradients": 0}
 
-    def record(module, inputs):
+    def counted(module) -> bool:
         if id(module) in ours:
+            return True
+        own = dict.values(object.__getattribute__(module, "_parameters"))
+        return any(p is not None for p in own)
+
+    def record(module, inputs):
+        if counted(module):
             counts["calls"] += 1
             counts["training"] += bool(object.__getattribute__(module, "training"))
             counts["with_gradients"] += torch.is_grad_enabled()
