@@ -46,3 +46,42 @@ def test_the_upstream_fault_is_still_caught_where_it_belongs(tmp_path, shared_sa
     report = grade_notebook(path, shared=shared_sandbox.get())
     failed = {c.name for c in report.checks if not c.passed}
     assert mistake.check in failed
+
+
+ZERO_ATTENTION = """
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+        super().__init__()
+        kv = n_heads if n_kv_heads is None else n_kv_heads
+        hd = d_model // n_heads
+        self.W_q = nn.Linear(d_model, n_heads * hd, bias=False)
+        self.W_k = nn.Linear(d_model, kv * hd, bias=False)
+        self.W_v = nn.Linear(d_model, kv * hd, bias=False)
+        self.W_o = nn.Linear(n_heads * hd, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        return torch.zeros_like(x)
+"""
+TINYLM_WITHOUT_ATTENTION = """
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens, cache=None):
+        return self.head(self.embed(tokens))
+"""
+
+
+def test_an_attention_that_adds_nothing_forgives_nothing(tmp_path, shared_sandbox):
+    """With an attention that returns zeros, head(x + attn(x)) is head(x): a TinyLM that never
+    calls attn must still lose its point."""
+    cells = {"CachedSelfAttention": ZERO_ATTENTION, "TinyLM": TINYLM_WITHOUT_ATTENTION}
+    notebook = source_notebook(EXERCISE, replace=cells)
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    check = "test_tinylm_matches_the_reference_on_its_weights"
+    report = grade_notebook(path, only=[check], shared=shared_sandbox.get())
+    (result,) = report.checks
+    assert not result.passed and "wrong values for TinyLM" in result.message, result

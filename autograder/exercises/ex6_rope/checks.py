@@ -6,6 +6,9 @@ p, p+1, ... of a longer sequence, and the score of a rotated query and key depen
 distance m - n.
 """
 
+from collections.abc import Callable
+from unittest import mock
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +17,7 @@ from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
     call_checked,
+    close,
     ensure,
     expect_close,
     expect_raises,
@@ -27,6 +31,7 @@ from autograder.authoring.modules import (
     student_output,
     without_raised,
 )
+from autograder.core.errors import CheckFailed, StudentError
 from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
@@ -244,6 +249,38 @@ def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng
     )
 
 
+# -- one fault charged once -----------------------------------------------------------------------
+# RoPEAttention and relative_scores call the notebook's own apply_rope. Where that is wrong, a
+# correct RoPEAttention or relative_scores is also accepted when it gives the reference's answer
+# computed with the student's apply_rope (called in the notebook) in place of the reference's:
+# the rotation's fault is charged to apply_rope's checks, not again to theirs. Not when that
+# answer is the one without any rotation (an apply_rope that changes nothing would otherwise pay
+# a RoPEAttention that never calls it). The grader computes it before the student's function
+# sees these inputs.
+def with_their_rope(submission, compute: Callable[[], np.ndarray]) -> np.ndarray | None:
+    """`compute()` (a reference computation) with the student's apply_rope in place of the
+    reference's; None when that raises, returns something else, or rotates nothing."""
+    student = submission.module_getattr("apply_rope")
+
+    def their_rope(x, offset=0, base=10000.0):
+        out = as_array(student(x, offset=offset, base=base), "apply_rope(x)", allow=("tensor",))
+        if out.shape != tuple(x.shape) or not np.issubdtype(out.dtype, np.floating):
+            raise CheckFailed("apply_rope(x) returned something else", None)
+        return torch.from_numpy(out.astype(np.float64)).to(x.dtype)
+
+    def no_rope(x, offset=0, base=10000.0):
+        return x
+
+    try:
+        with mock.patch.object(ref, "apply_rope", their_rope):
+            theirs = compute()
+        with mock.patch.object(ref, "apply_rope", no_rope):
+            unrotated = compute()
+    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
+        return None  # hostile or broken output: the reference alone judges
+    return None if close(theirs, unrotated, atol=1e-6, rtol=1e-6) else theirs
+
+
 # -- RoPEAttention -------------------------------------------------------------------------------
 def attention_sizes(rng: np.random.Generator) -> tuple[int, int, int, int]:
     """(B, L, d_model, num_heads), head_dim even; B, L, num_heads, head_dim all different."""
@@ -296,9 +333,16 @@ def compare_on_seeded_weights(
         def run(reference_module, causal=causal):
             return reference_module(x.double(), causal=causal).numpy()
 
+        def reference_answer(run=run) -> np.ndarray:
+            return module_output(ref.RoPEAttention, sizes, weights, run)
+
+        theirs = with_their_rope(submission, reference_answer)
         what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
+        got = student_output(module, x, what, causal=causal)
+        if theirs is not None and close(got, theirs, atol=1e-4, rtol=1e-4):
+            continue  # right with the notebook's own apply_rope: its fault is charged there
         expect_close(
-            student_output(module, x, what, causal=causal),
+            got,
             module_output(ref.RoPEAttention, sizes, weights, run),
             what,
             atol=1e-4,
@@ -378,8 +422,13 @@ def test_relative_scores_match_the_formula(submission, mistakes, rng):
     q, k = tensor(rng, head_dim), tensor(rng, head_dim)
     base = float(rng.uniform(20, 200))
     what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
+    theirs = with_their_rope(
+        submission, lambda: ref.relative_scores(q, k, positions, base=base).numpy()
+    )
     answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
     observed = as_array(answer.value, what, allow=("tensor",))
+    if theirs is not None and close(observed, theirs, atol=ATOL64, rtol=1e-9):
+        return  # right with the notebook's own apply_rope: its fault is charged there
     expect_close(
         observed,
         ref.relative_scores(q, k, positions, base=base),

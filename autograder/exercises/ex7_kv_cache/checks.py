@@ -386,7 +386,8 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
     """head(x + attn(x, cache)) for x = embed(chunk) of each chunk in turn, with the student's
     own `attn` (and, with `use_cache`, one KVCache of theirs), the embedding and the head being
     the seeded weights: what a correct TinyLM returns with that attention, right or wrong as it
-    may be. None when the attention or the cache fails or returns something else."""
+    may be. None when the attention or the cache fails or returns something else, and when the
+    attention adds nothing (then a TinyLM that never calls it would pass)."""
     attn = model.getattr("attn")
     cache = submission.call("KVCache") if use_cache else None
     head_w, head_b = weights["head.weight"].double(), weights["head.bias"].double()
@@ -398,6 +399,8 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
                 attn(x, cache) if cache is not None else attn(x), "attn(x)", allow=("tensor",)
             )
             if attended.shape != tuple(x.shape) or not np.issubdtype(attended.dtype, np.floating):
+                return None
+            if np.allclose(attended, 0.0, atol=1e-6):
                 return None
             residual = x.double() + torch.from_numpy(attended.astype(np.float64))
             outputs.append((residual @ head_w.T + head_b).numpy())

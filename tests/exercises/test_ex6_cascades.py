@@ -1,0 +1,74 @@
+"""A fault of ex6's apply_rope (or of the rope_frequencies it calls) is charged to their own
+checks: RoPEAttention and relative_scores, correct in the same notebook, keep the points of
+their formula checks (they are also compared with the reference computed with the notebook's
+own apply_rope)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autograder.authoring.catalogue import catalogue_for
+from autograder.grading.runner import grade_notebook
+from tests.conftest import source_notebook, with_student_cells, write_notebook
+from tests.exercises.test_fake_stubs import checks_of
+
+pytestmark = pytest.mark.ex6
+EXERCISE = "ex6_rope"
+UPSTREAM = ("apply_rope", "rope_frequencies")
+DOWNSTREAM = (
+    "test_rope_attention_matches_the_reference_on_its_weights",
+    "test_relative_scores_match_the_formula",
+)
+# Faults the downstream checks never see (offset 0 everywhere; an odd head_dim never built), and
+# one that rotates each batch element's rows by one angle: attention scores are then those
+# without RoPE, which cannot be told from an attention that never calls apply_rope (so it is
+# not forgiven, see test_an_apply_rope_that_rotates_nothing_forgives_nothing)
+UNSEEN = {"offset_ignored", "odd_head_dim_accepted", "positions_along_the_wrong_axis"}
+
+
+@pytest.mark.parametrize(
+    "mistake_id",
+    [m.id for m in catalogue_for(EXERCISE) if m.target in UPSTREAM and m.id not in UNSEEN],
+)
+def test_an_upstream_fault_costs_rope_attention_and_relative_scores_nothing(
+    mistake_id, tmp_path, shared_sandbox
+):
+    mistake = catalogue_for(EXERCISE)[mistake_id]
+    notebook = source_notebook(EXERCISE, replace={mistake.target: mistake.source})
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    report = grade_notebook(path, only=list(DOWNSTREAM), shared=shared_sandbox.get())
+    failed = {c.name: c.message for c in report.checks if not c.passed}
+    assert len(report.checks) == len(DOWNSTREAM) and not failed, failed
+
+
+NO_ROTATION = "def apply_rope(x, offset=0, base=10000.0):\n    return x.clone()\n"
+ATTENTION_WITHOUT_ROPE = """
+_Right = RoPEAttention
+class RoPEAttention(_Right):
+    def forward(self, x, causal=True):
+        global apply_rope
+        saved, apply_rope = apply_rope, lambda t, offset=0, base=10000.0: t
+        try:
+            return super().forward(x, causal)
+        finally:
+            apply_rope = saved
+"""
+
+
+def test_an_apply_rope_that_rotates_nothing_forgives_nothing(tmp_path, shared_sandbox):
+    """Where the notebook's apply_rope changes nothing, an attention without RoPE would equal
+    "the reference with their rope": it must still lose its points."""
+    notebook = with_student_cells(
+        source_notebook(EXERCISE, replace={"apply_rope": NO_ROTATION}), ATTENTION_WITHOUT_ROPE
+    )
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    check = DOWNSTREAM[0]
+    report = grade_notebook(path, only=[check], shared=shared_sandbox.get())
+    (result,) = report.checks
+    assert not result.passed and "wrong values for RoPEAttention" in result.message, result
+
+
+def test_downstream_checks_exist():
+    assert set(DOWNSTREAM) <= set(
+        checks_of(EXERCISE, "RoPEAttention") + checks_of(EXERCISE, "relative_scores")
+    )
