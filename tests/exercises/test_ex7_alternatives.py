@@ -8,6 +8,7 @@ import pytest
 
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
+from tests.support.student_cells import tinylm
 
 pytestmark = pytest.mark.ex7
 
@@ -109,18 +110,10 @@ def generate(model, prompt, n_new, use_cache=True):
 
 # TinyLM casts the residual back to float32 (an attention that returns float64 is graded by the
 # attention's own checks; TinyLM's composition of it is right)
-TINYLM_CASTS = """
-class TinyLM(nn.Module):
-    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
-        self.head = nn.Linear(d_model, vocab_size)
-
-    def forward(self, tokens, cache=None):
-        x = self.embed(tokens)
-        return self.head((x + self.attn(x, cache=cache)).float())
-"""
+TINYLM_CASTS = tinylm("""
+x = self.embed(tokens)
+return self.head((x + self.attn(x, cache=cache)).float())
+""")
 ATTENTION_IN_FLOAT64 = """
 _attention_forward = CachedSelfAttention.forward
 def _in_float64(self, x, cache=None):

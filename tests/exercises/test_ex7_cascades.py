@@ -10,6 +10,7 @@ from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 from tests.exercises.test_fake_stubs import checks_of
+from tests.support.student_cells import tinylm
 
 pytestmark = pytest.mark.ex7
 EXERCISE = "ex7_kv_cache"
@@ -62,17 +63,7 @@ class CachedSelfAttention(nn.Module):
     def forward(self, x, cache=None):
         return torch.zeros_like(x)
 """
-TINYLM_WITHOUT_ATTENTION = """
-class TinyLM(nn.Module):
-    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
-        self.head = nn.Linear(d_model, vocab_size)
-
-    def forward(self, tokens, cache=None):
-        return self.head(self.embed(tokens))
-"""
+TINYLM_WITHOUT_ATTENTION = tinylm("return self.head(self.embed(tokens))")
 
 
 def test_an_attention_that_adds_nothing_forgives_nothing(tmp_path, shared_sandbox):

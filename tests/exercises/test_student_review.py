@@ -8,6 +8,7 @@ import pytest
 
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
+from tests.support.student_cells import tinylm
 
 EX5, EX6, EX7, EX8 = "ex5_causal_mask", "ex6_rope", "ex7_kv_cache", "ex8_additive_attention"
 STUDENTS = ("ada", "grace", "alan")  # hidden inputs are seeded from the student id
@@ -45,18 +46,10 @@ class CachedSelfAttention(_Right):
 
 # TinyLM's forward never hands its cache to attn (generate, correct, then decodes this model
 # "right": the fault is TinyLM's, and only a TinyLM check fed through a cache sees it).
-TINYLM_DROPS_THE_CACHE = """
-class TinyLM(nn.Module):
-    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
-        self.head = nn.Linear(d_model, vocab_size)
-
-    def forward(self, tokens, cache=None):
-        x = self.embed(tokens)
-        return self.head(x + self.attn(x))
-"""
+TINYLM_DROPS_THE_CACHE = tinylm("""
+x = self.embed(tokens)
+return self.head(x + self.attn(x))
+""")
 # "in eval mode without gradients", evaded by measuring on a private copy of the model
 ACCURACY_ON_A_COPY = """
 import copy

@@ -9,6 +9,7 @@ import pytest
 
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
+from tests.support.student_cells import tinylm
 
 EX1, EX2 = "ex1_numpy_attention", "ex2_attention_heatmap"
 
@@ -259,57 +260,46 @@ def test_weights_changed_on_load_are_found_wherever_modules_are_loaded(
 # right for the student's own model and attention. A model that replays what a bogus generate
 # told it, and a TinyLM whose attention answers the grader's separate call differently, must
 # not make that acceptance pay: the grader asks first, before the student's code sees the input.
-SCRIPTED_MODEL = """
-class TinyLM(nn.Module):
-    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
-        self.head = nn.Linear(d_model, vocab_size)
-        self._script = None
-
-    def forward(self, tokens, cache=None):
-        x = self.embed(tokens)
-        past = 0 if cache is None else len(cache)
-        logits = self.head(x + self.attn(x, cache))
-        s, end = self._script, past + tokens.shape[1]
-        if s is not None and s.shape[0] == tokens.shape[0] and end < s.shape[1] \\
-                and torch.equal(s[:, past:end], tokens):
-            logits = torch.zeros_like(logits)
-            logits[torch.arange(s.shape[0]), -1, s[:, end]] = 10.0
-        return logits
-
-def generate(model, prompt, n_new, use_cache=True):
-    out = torch.cat([prompt, torch.zeros(prompt.shape[0], n_new, dtype=prompt.dtype)], dim=1)
-    model._script = out
-    with torch.no_grad():
-        n = kv_projections(prompt.shape[1], n_new, use_cache)
-        if n:
-            model.attn.W_k(torch.zeros(1, n, model.attn.W_k.in_features))
-    return out
-"""
-STASHED_ATTENTION = """
-class TinyLM(nn.Module):
-    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab_size, d_model)
-        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
-        self.head = nn.Linear(d_model, vocab_size)
-
-    def forward(self, tokens, cache=None):
-        x = self.embed(tokens)
-        self.attn(x, cache)
-        self.attn._stash = x.detach().clone()
-        return self.head(x)
-
-_attention_forward = CachedSelfAttention.forward
-def _forward(self, x, cache=None):
-    s = self.__dict__.get("_stash")
-    if s is not None and cache is None and s.shape == x.shape and torch.equal(s, x):
-        return torch.zeros_like(x)
-    return _attention_forward(self, x, cache)
-CachedSelfAttention.forward = _forward
-"""
+SCRIPTED_MODEL = tinylm(
+    """
+    x = self.embed(tokens)
+    past = 0 if cache is None else len(cache)
+    logits = self.head(x + self.attn(x, cache))
+    s, end = getattr(self, "_script", None), past + tokens.shape[1]
+    if s is not None and s.shape[0] == tokens.shape[0] and end < s.shape[1] \\
+            and torch.equal(s[:, past:end], tokens):
+        logits = torch.zeros_like(logits)
+        logits[torch.arange(s.shape[0]), -1, s[:, end]] = 10.0
+    return logits
+    """,
+    after="""
+    def generate(model, prompt, n_new, use_cache=True):
+        out = torch.cat([prompt, torch.zeros(prompt.shape[0], n_new, dtype=prompt.dtype)], 1)
+        model._script = out
+        with torch.no_grad():
+            n = kv_projections(prompt.shape[1], n_new, use_cache)
+            if n:
+                model.attn.W_k(torch.zeros(1, n, model.attn.W_k.in_features))
+        return out
+    """,
+)
+STASHED_ATTENTION = tinylm(
+    """
+    x = self.embed(tokens)
+    self.attn(x, cache)
+    self.attn._stash = x.detach().clone()
+    return self.head(x)
+    """,
+    after="""
+    _attention_forward = CachedSelfAttention.forward
+    def _forward(self, x, cache=None):
+        s = self.__dict__.get("_stash")
+        if s is not None and cache is None and s.shape == x.shape and torch.equal(s, x):
+            return torch.zeros_like(x)
+        return _attention_forward(self, x, cache)
+    CachedSelfAttention.forward = _forward
+    """,
+)
 
 
 @pytest.mark.ex7
