@@ -122,25 +122,6 @@ def within(value: Any, expected: Any, tolerance: float) -> bool:
     return abs(value - expected) <= tolerance
 
 
-def expect_close_or_own(
-    observed: Any,
-    expected: Any,
-    own: Any,
-    what: str,
-    *,
-    atol: float,
-    rtol: float,
-    mistakes: Iterable[tuple[Mistake, object]] = (),
-) -> None:
-    """`expect_close`, except that `observed` also passes when it matches `own`: the reference's
-    answer computed with the student's own upstream code (their attention, their rotation; None
-    where there is none to trust). One fault is charged once, to the checks of the function
-    that has it, not again to a correct function built on it."""
-    if own is not None and close(observed, own, atol=atol, rtol=rtol):
-        return
-    expect_close(observed, expected, what, atol=atol, rtol=rtol, mistakes=mistakes)
-
-
 def matching_mistake(
     observed: Any,
     candidates: Iterable[tuple[Mistake, object]],

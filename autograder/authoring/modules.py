@@ -153,15 +153,19 @@ def expect_evaluated(
 ) -> None:
     """Fail unless every call of the model that `call_evaluating` saw ran without gradients
     (torch.no_grad() or torch.inference_mode()) and, when `in_training` is given (the contract
-    says "eval mode"), in eval mode. No call seen is not judged: a hook sees every module call,
-    so the function's output, checked on its own, is the evidence then."""
+    says "eval mode"), in eval mode. Each of these functions runs the model, and a global hook
+    sees every module call however it is made, so no call seen fails too: the model's output
+    was computed some other way (by hand from its weights), or the hook was switched off."""
     counts = modes if isinstance(modes, dict) else {}
     calls, training, gradients = (
         value if isinstance(value := counts.get(key), int) else 0
         for key in ("calls", "training", "with_gradients")
     )
-    if calls == 0:
-        return
+    ensure(
+        calls > 0,
+        f"{what} never called the model (model(...) or model.forward(...)): evaluate it with "
+        "the model itself, in eval mode, without gradients",
+    )
     if in_training is not None:
         ensure(
             training == 0,

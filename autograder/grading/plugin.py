@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import traceback
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ from autograder.core.errors import CheckFailed
 from autograder.core.results import CheckResult
 from autograder.exercises import EXERCISES, mistakes_module, short_name
 from autograder.grading.causes import explain_undefined
+from autograder.grading.set_aside import CURRENT, SetAside
 from autograder.grading.submission import StudentError, Submission, Unavailable
 from autograder.sandbox.process import SandboxDied
 
@@ -47,9 +49,9 @@ def student_message(error: BaseException) -> tuple[str, str | None]:
     )
 
 
-def _requirements(item: pytest.Item) -> tuple[str, ...]:
+def _requirements(item: pytest.Item, kind: str = "requires") -> tuple[str, ...]:
     marker = item.get_closest_marker("check")
-    return tuple(marker.kwargs.get("requires", ())) if marker is not None else ()
+    return tuple(marker.kwargs.get(kind, ())) if marker is not None else ()
 
 
 class GradingPlugin:
@@ -67,6 +69,8 @@ class GradingPlugin:
         self.results: list[CheckResult] = []
         self.internal_errors: list[str] = []
         self._requires: dict[str, tuple[str, ...]] = {}
+        self._upstream: dict[str, tuple[str, ...]] = {}
+        self._set_aside: dict[str, SetAside] = {}
 
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -74,6 +78,7 @@ class GradingPlugin:
         """With `only`, run those checks and the checks they require (which decide whether
         they are paid); everything else is deselected."""
         self._requires = {item.name: _requirements(item) for item in items}
+        self._upstream = {item.name: _requirements(item, "upstream") for item in items}
         if self.only is None:
             return
         wanted, queue = set(), list(self.only)
@@ -81,30 +86,52 @@ class GradingPlugin:
             name = queue.pop()
             if name not in wanted:
                 wanted.add(name)
-                queue += self._requires.get(name, ())
+                queue += self._requires.get(name, ()) + self._upstream.get(name, ())
         chosen = [item for item in items if item.name in wanted]
         config.hook.pytest_deselected(items=[item for item in items if item.name not in wanted])
         items[:] = chosen
 
     def gated_results(self) -> list[CheckResult]:
         """Results after the requirements: a check whose required checks did not all pass is
-        paid nothing, and says which. With `only`, just those checks."""
-        passed = {result.name for result in self.results if result.passed}
-        final = []
-        for result in self.results:
-            missing = [name for name in self._requires.get(result.name, ()) if name not in passed]
-            if result.passed and missing:
-                result = dataclasses.replace(
-                    result,
-                    passed=False,
-                    message=(
-                        "this property holds, but it is paid only together with "
-                        f"{', '.join(missing)}, which did not pass"
-                    ),
-                )
-            if self.only is None or result.name in self.only:
-                final.append(result)
-        return final
+        paid nothing, and says which; a check that passed only on the student's own upstream
+        code is paid only when one of its upstream checks fails (else the reference's verdict
+        stands). Settled until nothing changes (a revoked check can be another's upstream or
+        requirement). With `only`, just those checks."""
+        current = {result.name: result for result in self.results}
+        changed = True
+        while changed:
+            changed = False
+            passed = {name for name, result in current.items() if result.passed}
+            for name, result in current.items():
+                settled = self._settle(result, passed) if result.passed else result
+                if settled is not result:
+                    current[name], changed = settled, True
+        return [r for r in current.values() if self.only is None or r.name in self.only]
+
+    def _settle(self, result: CheckResult, passed: set[str]) -> CheckResult:
+        missing = [name for name in self._requires.get(result.name, ()) if name not in passed]
+        if missing:
+            return dataclasses.replace(
+                result,
+                passed=False,
+                message=(
+                    "this property holds, but it is paid only together with "
+                    f"{', '.join(missing)}, which did not pass"
+                ),
+            )
+        pending = self._set_aside.get(result.name)
+        upstream = self._upstream.get(result.name, ())
+        if pending and pending.verdicts and all(name in passed for name in upstream):
+            message, mistake = student_message(pending.verdicts[0])
+            return dataclasses.replace(
+                result,
+                passed=False,
+                mistake=mistake,
+                message=message
+                + " (it is what your own code it builds on gives, but that code passes its "
+                "own checks, so the difference is this function's)",
+            )
+        return result
 
     @pytest.fixture(scope="session")
     def submission(self) -> Submission:
@@ -113,6 +140,18 @@ class GradingPlugin:
     @pytest.fixture
     def seed(self, request: pytest.FixtureRequest) -> int:
         return derive_seed(self.base_seed, request.node.name)
+
+    @pytest.fixture(autouse=True)
+    def _verdicts_set_aside(self, request: pytest.FixtureRequest) -> Iterator[None]:
+        """Where this check passes on the student's own upstream code (`authoring.upstream`),
+        the reference's verdicts it set aside, for `gated_results` to settle."""
+        pending = SetAside()
+        self._set_aside[request.node.name] = pending
+        token = CURRENT.set(pending)
+        try:
+            yield
+        finally:
+            CURRENT.reset(token)
 
     @pytest.fixture(autouse=True)
     def _seeded_child(self, request: pytest.FixtureRequest, seed: int) -> None:

@@ -137,3 +137,29 @@ def test_the_broken_clause_costs_its_check_for_every_student(
         (result,) = report.checks
         assert not result.passed, (student, result)
         assert words in result.message, (student, result.message)
+
+
+# The hook that sees "eval mode, without gradients" switched off while the function runs: it
+# sees no call at all, which is no evidence of the constraint (an independent attacker's find).
+HOOKS_CLEARED = """
+from torch.nn.modules import module as _module
+_real_accuracy = next_token_accuracy
+def next_token_accuracy(model, X, Y):
+    saved = dict(_module._global_forward_pre_hooks)
+    _module._global_forward_pre_hooks.clear()
+    try:
+        model.eval()
+        return (model(X).argmax(dim=-1) == Y).float().mean().item()
+    finally:
+        _module._global_forward_pre_hooks.update(saved)
+"""
+
+
+@pytest.mark.ex5
+def test_switching_the_hook_off_is_no_evidence(tmp_path, shared_sandbox):
+    notebook = with_student_cells(source_notebook(EX5), HOOKS_CLEARED)
+    path = write_notebook(notebook, tmp_path / f"{EX5}.ipynb")
+    check = "test_next_token_accuracy_matches_predictions"
+    report = grade_notebook(path, only=[check], shared=shared_sandbox.get())
+    (result,) = report.checks
+    assert not result.passed and "never called the model" in result.message, result

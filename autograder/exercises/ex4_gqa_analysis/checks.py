@@ -24,7 +24,6 @@ from autograder.authoring.expect import (
     fail,
     is_int,
     is_real,
-    matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes, mask_hiding
 from autograder.authoring.modules import (
@@ -34,6 +33,13 @@ from autograder.authoring.modules import (
     student_output,
     without_raised,
 )
+from autograder.authoring.upstream import (
+    answer_with,
+    expect_close_or_own,
+    set_aside,
+    student_function,
+)
+from autograder.core.errors import CheckFailed
 from autograder.exercises.ex4_gqa_analysis import reference as ref
 from autograder.grading.submission import StudentError
 
@@ -306,7 +312,11 @@ def test_kv_cache_bytes_uses_every_argument(submission, mistakes, rng):
         expect_number(answer.value, ref.kv_cache_bytes(*args, **kwargs), what, answer.candidates)
 
 
-@check(points=0.5, grade_id="check_kv_cache")
+@check(
+    points=0.5,
+    grade_id="check_kv_cache",
+    upstream=("test_kv_cache_bytes_defaults", "test_kv_cache_bytes_uses_every_argument"),
+)
 def test_kv_cache_mib(submission, mistakes, rng):
     args = cache_arguments(rng)
     n_layers, batch_size = distinct_sizes(rng, 2, 3, 40)
@@ -315,21 +325,18 @@ def test_kv_cache_mib(submission, mistakes, rng):
     expected = ref.kv_cache_mib(*args, **kwargs)
     what = f"kv_cache_mib{args[:3]} with n_layers={n_layers}, batch_size={batch_size}, 4 bytes"
     value = answer.value
-    if (
-        is_real(value)
-        and abs(value - expected) > 1e-9 * expected
-        and matching_mistake(value, answer.candidates, atol=0, rtol=1e-9) is None
-    ):
-        try:  # diagnose: right conversion of wrong bytes?
-            own = submission.call("kv_cache_bytes", *args, **kwargs)
-        except StudentError:
-            own = None
-        if is_real(own) and abs(own / 2**20 - value) <= 1e-9 * abs(value):
-            fail(
-                f"{what} should be {expected!r} MiB, got {value!r}; that is your "
-                "kv_cache_bytes / 2**20, so the mistake is in kv_cache_bytes"
-            )
-    expect_number(value, expected, what, answer.candidates, integer=False)
+    try:
+        expect_number(value, expected, what, answer.candidates, integer=False)
+    except CheckFailed as verdict:
+        # your kv_cache_bytes / 2**20: a mistake of kv_cache_bytes, charged there
+        own = answer_with(
+            ref,
+            {"kv_cache_bytes": student_function(submission, "kv_cache_bytes")},
+            lambda: ref.kv_cache_mib(*args, **kwargs),
+        )
+        if not (is_real(value) and is_real(own) and abs(own - value) <= 1e-9 * abs(own)):
+            raise
+        set_aside(verdict)
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -406,9 +413,32 @@ def test_gqa_report_names(submission, mistakes, rng):
         )
 
 
-@check(points=0.5, grade_id="check_gqa_report")
+@check(
+    points=0.5,
+    grade_id="check_gqa_report",
+    upstream=(
+        "test_kv_projection_params",
+        "test_kv_cache_bytes_defaults",
+        "test_kv_cache_bytes_uses_every_argument",
+        "test_kv_cache_mib",
+    ),
+)
 def test_gqa_report_values(submission, mistakes, rng):
+    """kv_params and kv_cache_mib of the rows: the reference's, or (one fault charged once)
+    those the notebook's own kv_projection_params and kv_cache_mib give."""
     kwargs, rows, candidates, what = call_report(submission, mistakes, rng)
+    helpers = ("kv_projection_params", "kv_cache_mib")
+
+    def own(key: str) -> list | None:
+        report = answer_with(
+            ref,
+            {name: student_function(submission, name) for name in helpers},
+            lambda: ref.gqa_report(**kwargs),
+        )
+        if not isinstance(report, list):
+            return None
+        return [row[key] if is_real(row[key]) else np.nan for row in report]
+
     expected = ref.gqa_report(**kwargs)
     observed = [row["n_kv_heads"] for row in rows]
     ensure(
@@ -423,10 +453,10 @@ def test_gqa_report_values(submission, mistakes, rng):
             f"{what}: every {key} should be {'an int' if integer else 'a number'}, got "
             f"{observed!r}",
         )
-        want = [row[key] for row in expected]
-        expect_close(
+        expect_close_or_own(
             np.array(observed, dtype=float),
-            want,
+            [row[key] for row in expected],
+            lambda key=key: own(key),
             f"{what}: the {key} of the rows",
             atol=0,
             rtol=1e-9,

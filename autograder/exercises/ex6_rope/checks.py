@@ -7,7 +7,6 @@ distance m - n.
 """
 
 from collections.abc import Callable
-from unittest import mock
 
 import numpy as np
 import pytest
@@ -20,7 +19,6 @@ from autograder.authoring.expect import (
     close,
     ensure,
     expect_close,
-    expect_close_or_own,
     expect_raises,
     expect_shape,
 )
@@ -32,7 +30,12 @@ from autograder.authoring.modules import (
     student_output,
     without_raised,
 )
-from autograder.core.errors import CheckFailed, StudentError
+from autograder.authoring.upstream import (
+    answer_with,
+    expect_close_or_own,
+    student_function,
+)
+from autograder.core.errors import CheckFailed
 from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
@@ -261,7 +264,7 @@ def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng
 def with_their_rope(submission, compute: Callable[[], np.ndarray]) -> np.ndarray | None:
     """`compute()` (a reference computation) with the student's apply_rope in place of the
     reference's; None when that raises, returns something else, or rotates nothing."""
-    student = submission.module_getattr("apply_rope")
+    student = student_function(submission, "apply_rope")
 
     def their_rope(x, offset=0, base=10000.0):
         out = as_array(student(x, offset=offset, base=base), "apply_rope(x)", allow=("tensor",))
@@ -269,16 +272,10 @@ def with_their_rope(submission, compute: Callable[[], np.ndarray]) -> np.ndarray
             raise CheckFailed("apply_rope(x) returned something else", None)
         return torch.from_numpy(out.astype(np.float64)).to(x.dtype)
 
-    def no_rope(x, offset=0, base=10000.0):
-        return x
-
-    try:
-        with mock.patch.object(ref, "apply_rope", their_rope):
-            theirs = compute()
-        with mock.patch.object(ref, "apply_rope", no_rope):
-            unrotated = compute()
-    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
-        return None  # hostile or broken output: the reference alone judges
+    theirs = answer_with(ref, {"apply_rope": their_rope}, compute)
+    unrotated = answer_with(ref, {"apply_rope": lambda x, offset=0, base=10000.0: x}, compute)
+    if theirs is None or unrotated is None:
+        return None
     return None if close(theirs, unrotated, atol=1e-6, rtol=1e-6) else theirs
 
 
@@ -303,7 +300,14 @@ def seeded_weights(rng: np.random.Generator, d_model: int) -> dict[str, torch.Te
     }
 
 
-@check(points=1.5, grade_id="check_rope_attention")
+ROTATION_CHECKS = (
+    "test_rope_frequencies_match_the_formula",
+    "test_apply_rope_matches_the_formula",
+    "test_apply_rope_offset_continues_the_positions",
+)
+
+
+@check(points=1.5, grade_id="check_rope_attention", upstream=ROTATION_CHECKS)
 def test_rope_attention_matches_the_reference_on_its_weights(submission, mistakes, rng):
     batch, length, d_model, heads = attention_sizes(rng)
     compare_on_seeded_weights(submission, mistakes, rng, batch, length, (d_model, heads))
@@ -334,10 +338,11 @@ def compare_on_seeded_weights(
         def run(reference_module, causal=causal):
             return reference_module(x.double(), causal=causal).numpy()
 
-        def reference_answer(run=run) -> np.ndarray:
-            return module_output(ref.RoPEAttention, sizes, weights, run)
+        def theirs(run=run) -> np.ndarray | None:
+            return with_their_rope(
+                submission, lambda: module_output(ref.RoPEAttention, sizes, weights, run)
+            )
 
-        theirs = with_their_rope(submission, reference_answer)
         what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
         expect_close_or_own(
             student_output(module, x, what, causal=causal),
@@ -415,20 +420,19 @@ def test_rope_attention_is_causal_and_sees_order(submission, rng):
 
 
 # -- relative_scores -----------------------------------------------------------------------------
-@check(points=1.0, grade_id="check_relative_scores")
+@check(points=1.0, grade_id="check_relative_scores", upstream=ROTATION_CHECKS)
 def test_relative_scores_match_the_formula(submission, mistakes, rng):
     head_dim, positions = even_sizes(rng, 2, 3, 12)
     q, k = tensor(rng, head_dim), tensor(rng, head_dim)
     base = float(rng.uniform(20, 200))
     what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
-    theirs = with_their_rope(
-        submission, lambda: ref.relative_scores(q, k, positions, base=base).numpy()
-    )
     answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
     expect_close_or_own(
         as_array(answer.value, what, allow=("tensor",)),
         ref.relative_scores(q, k, positions, base=base),
-        theirs,
+        lambda: with_their_rope(
+            submission, lambda: ref.relative_scores(q, k, positions, base=base).numpy()
+        ),
         what,
         atol=ATOL64,
         rtol=0,

@@ -20,7 +20,6 @@ from autograder.authoring.expect import (
     close,
     ensure,
     expect_close,
-    expect_close_or_own,
     expect_equal,
     expect_shape,
     fail,
@@ -35,7 +34,8 @@ from autograder.authoring.modules import (
     module_outputs,
     without_raised,
 )
-from autograder.core.errors import CheckFailed, StudentError
+from autograder.authoring.upstream import UNUSABLE, expect_close_or_own
+from autograder.core.errors import StudentError
 from autograder.exercises.ex7_kv_cache import reference as ref
 
 pytestmark = pytest.mark.ex7
@@ -330,12 +330,21 @@ def tinylm_sizes(rng) -> tuple[int, int, int, int]:
     return vocab, d_model, n_heads, n_kv
 
 
-@check(points=1.0, grade_id="check_tinylm")
+ATTENTION_CHECKS = (
+    "test_kv_cache_appends_along_time",
+    "test_cached_attention_matches_the_reference_without_a_cache",
+    "test_cached_attention_every_split_equals_the_whole",
+    "test_cached_attention_fills_the_cache",
+)
+MODEL_CHECKS = (*ATTENTION_CHECKS, "test_tinylm_matches_the_reference_on_its_weights")
+
+
+@check(points=1.0, grade_id="check_tinylm", upstream=ATTENTION_CHECKS)
 def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     """TinyLM on its weights, the whole sequence without a cache and a prefill then the rest
     with a KVCache: the reference's logits, or head(x + attn(x, cache)) with the student's own
-    `attn` and KVCache, evaluated by the grader before TinyLM sees these tokens (a fault of
-    the attention or the cache is charged to their own checks, not again to TinyLM's)."""
+    `attn` and KVCache where an attention or cache check fails (a fault charged there is not
+    charged again to TinyLM)."""
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
     state = model.call("state_dict")
@@ -345,10 +354,6 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(3, 7)))
     prefill = int(rng.integers(2, 6))
     chunks = [tokens[:, :prefill], tokens[:, prefill:]]
-    own = {
-        "whole": own_composition(submission, model, weights, [tokens], use_cache=False),
-        "cached": own_composition(submission, model, weights, chunks, use_cache=True),
-    }
 
     def run(reference_model):
         return reference_model(tokens).numpy()
@@ -361,7 +366,7 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     expect_close_or_own(
         as_array(model(tokens), what, allow=("tensor",)),
         module_output(ref.TinyLM, sizes, weights, run),
-        own["whole"],
+        lambda: own_composition(submission, model, weights, [tokens], use_cache=False),
         what,
         atol=1e-4,
         rtol=1e-4,
@@ -374,7 +379,7 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
             [as_array(model(chunk, cache), what, allow=("tensor",)) for chunk in chunks], axis=1
         ),
         module_output(ref.TinyLM, sizes, weights, run_cached),
-        own["cached"],
+        lambda: own_composition(submission, model, weights, chunks, use_cache=True),
         f"{what} (the cache goes on to attn)",
         atol=1e-4,
         rtol=1e-4,
@@ -403,7 +408,7 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
                 return None
             residual = x.double() + torch.from_numpy(attended.astype(np.float64))
             outputs.append((residual @ head_w.T + head_b).numpy())
-    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
+    except UNUSABLE:
         return None  # hostile or broken output: the reference alone judges
     return np.concatenate(outputs, axis=1)
 
@@ -412,8 +417,7 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
 def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.ndarray | None:
     """The contract's greedy decoding run by the grader on the student's own model (and, with
     the cache, a KVCache of their own): what a correct generate returns for that model, right
-    or wrong as the model may be. None when the model or the cache fails. Run before the
-    student's generate sees the prompt: a model cannot replay what generate told it."""
+    or wrong as the model may be. None when the model or the cache fails."""
     try:
         cache = submission.call("KVCache") if use_cache else None
         tokens = prompt
@@ -429,7 +433,7 @@ def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.n
                 return None
             following = torch.from_numpy(last[:, -1].argmax(axis=-1)).to(prompt.dtype)
             tokens = torch.cat([tokens, following[:, None]], dim=1)
-    except (StudentError, CheckFailed, TypeError, ValueError, RuntimeError):
+    except UNUSABLE:
         return None  # hostile or broken output: the reference alone judges
     return tokens.numpy()
 
@@ -442,11 +446,10 @@ def decoding_setup(submission, rng):
     return sizes, model, weights, prompt
 
 
-@check(points=0.75, grade_id="check_generate")
+@check(points=0.75, grade_id="check_generate", upstream=MODEL_CHECKS)
 def test_generate_matches_the_reference(submission, mistakes, rng):
     sizes, model, weights, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(4, 9))
-    own = {c: decoded_here(submission, model, prompt, n_new, c) for c in (True, False)}
     for use_cache in (True, False):
 
         def run(reference_model, use_cache=use_cache):
@@ -459,9 +462,6 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
             what,
             allow=("tensor",),
         )
-        mine = own[use_cache]
-        if mine is not None and close(got, mine, atol=0, rtol=0):
-            continue  # right for the model it was given: a fault of the model is not generate's
         candidates = []
         for mistake in mistakes.for_target("generate"):
             wrong_generate = mistake.bound("ex7_kv_cache")
@@ -474,13 +474,23 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
             except Exception:  # noqa: BLE001 - a mistake that raises names nothing here
                 continue
             candidates.append((mistake, output))
-        expect_close(got, expected, what, atol=0, rtol=0, mistakes=candidates)
+        # right for the model it was given: a fault of the model is charged to its checks
+        expect_close_or_own(
+            got,
+            expected,
+            lambda use_cache=use_cache: decoded_here(submission, model, prompt, n_new, use_cache),
+            what,
+            atol=0,
+            rtol=0,
+            mistakes=candidates,
+        )
 
 
 @check(
     points=0.5,
     grade_id="check_generate",
     requires=("test_generate_matches_the_reference",),
+    upstream=MODEL_CHECKS,
 )
 def test_generate_with_and_without_the_cache_agree(submission, rng):
     """Both give the same tokens, unless the student's model itself gives other logits with its
@@ -488,7 +498,6 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
     the grader's own decoding of that model."""
     _, model, _, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(6, 12))
-    own = [decoded_here(submission, model, prompt, n_new, c) for c in (True, False)]
     cached = as_array(
         submission.call("generate", model, prompt, n_new, use_cache=True),
         "generate with the cache",
@@ -499,13 +508,22 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
         "generate without",
         allow=("tensor",),
     )
-    if not close(cached, recomputed, atol=0, rtol=0):
-        if all(o is not None for o in own) and not close(own[0], own[1], atol=0, rtol=0):
-            if close(cached, own[0], atol=0, rtol=0) and close(recomputed, own[1], atol=0, rtol=0):
-                return
-    expect_close(
+
+    def own() -> np.ndarray | None:
+        """`cached` when each is the grader's own decoding of this model and those differ."""
+        theirs = [decoded_here(submission, model, prompt, n_new, c) for c in (True, False)]
+        agree = (
+            all(o is not None for o in theirs)
+            and not close(theirs[0], theirs[1], atol=0, rtol=0)
+            and close(cached, theirs[0], atol=0, rtol=0)
+            and close(recomputed, theirs[1], atol=0, rtol=0)
+        )
+        return cached if agree else None
+
+    expect_close_or_own(
         cached,
         recomputed,
+        own,
         f"generate(..., {n_new}) with the cache against without it",
         atol=0,
         rtol=0,

@@ -1,0 +1,95 @@
+"""One fault, charged once: the reference's answer computed with the student's own upstream
+functions in place of the reference's, for the checks of a function built on them (see
+CONTRIBUTING.md, "One fault, charged once", and `expect.expect_close_or_own`).
+
+The grader computes it only after the student's downstream function has answered (so that a
+notebook cannot replay the grader's own computation), and such a pass is paid only when one of
+the check's `upstream` checks fails (`check(upstream=...)`, settled by the grading plugin): the
+student's upstream code is trusted only where a fault in it is charged. Reference modules are
+patched for the duration of one computation; gradings in one process take turns, so no other
+check sees the patch."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from types import ModuleType
+from typing import Any
+from unittest import mock
+
+from autograder.authoring.catalogue import Mistake
+from autograder.authoring.expect import close, expect_close
+from autograder.core.errors import CheckFailed, StudentError
+from autograder.grading.set_aside import CURRENT
+
+# What a computation on a student's return values may raise: it then has no answer to give.
+UNUSABLE: tuple[type[Exception], ...] = (
+    StudentError,
+    CheckFailed,
+    TypeError,
+    ValueError,
+    RuntimeError,
+    ArithmeticError,
+    LookupError,
+    AttributeError,
+)
+
+
+def student_function(submission: Any, name: str) -> Callable[..., Any]:
+    """A parent-side callable that runs the notebook's `name` (in the child) and returns what it
+    returned (plain data and tensors as they come back). The name is looked up at the call, so
+    a notebook without it fails inside `answer_with` (no answer) and nowhere else."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return submission.module_getattr(name)(*args, **kwargs)
+
+    return call
+
+
+def answer_with(
+    reference: ModuleType,
+    replacements: Mapping[str, Callable[..., Any]],
+    compute: Callable[[], Any],
+) -> Any | None:
+    """`compute()` with the reference module's functions named in `replacements` replaced;
+    None when it fails on what the replacements returned."""
+    try:
+        with contextlib.ExitStack() as stack:
+            for name, replacement in replacements.items():
+                stack.enter_context(mock.patch.object(reference, name, replacement))
+            return compute()
+    except UNUSABLE:
+        return None
+
+
+def set_aside(verdict: CheckFailed) -> None:
+    """Pass, for now, where the reference failed the answer with `verdict`: it is right for the
+    student's own upstream code. Outside a grading run (nothing settles it later) it fails."""
+    pending = CURRENT.get()
+    if pending is None:
+        raise verdict
+    pending.verdicts.append(verdict)
+
+
+def expect_close_or_own(
+    observed: Any,
+    expected: Any,
+    own: Callable[[], Any],
+    what: str,
+    *,
+    atol: float,
+    rtol: float,
+    mistakes: Iterable[tuple[Mistake, object]] = (),
+    pick: Callable = lambda value: value,
+) -> None:
+    """`expect_close` against the reference; where that fails but `observed` matches `own()`
+    (the reference's answer computed with the student's own upstream code, None where there is
+    none to trust; asked only then, after the student's function has answered), the verdict is
+    set aside (`set_aside`)."""
+    try:
+        expect_close(observed, expected, what, atol=atol, rtol=rtol, mistakes=mistakes, pick=pick)
+    except CheckFailed as failure:
+        theirs = own()
+        if theirs is None or not close(observed, theirs, atol=atol, rtol=rtol):
+            raise
+        set_aside(failure)
