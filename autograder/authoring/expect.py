@@ -54,7 +54,10 @@ def as_array(
     if "ndarray" in allow and isinstance(value, np.ndarray):
         return value
     if "tensor" in allow and is_tensor(value):
-        return value.detach().numpy()
+        try:
+            return value.detach().numpy()
+        except (TypeError, RuntimeError):  # bfloat16 and other dtypes NumPy cannot hold
+            fail(f"{what} should be a tensor NumPy can read, got one of dtype {value.dtype}")
     kinds = " or ".join({"ndarray": "a NumPy array", "tensor": "a torch.Tensor"}[k] for k in allow)
     fail(f"{what} should be {kinds}, got {_describe(value)}")
 

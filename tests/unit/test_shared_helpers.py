@@ -184,3 +184,15 @@ def test_a_mistake_giving_the_references_answer_is_no_candidate():
     names = {mistake.id for mistake, _ in found}
     assert "default_is_one_kv_head" not in names
     assert "rope_on_values" in names  # a real difference stays a candidate
+
+
+def test_a_tensor_numpy_cannot_hold_fails_the_check_instead_of_the_grader():
+    """A bfloat16 answer reached the instructor's internal-error log (an attacker's find)."""
+    import pytest
+    import torch
+
+    from autograder.authoring.expect import as_array
+    from autograder.core.errors import CheckFailed
+
+    with pytest.raises(CheckFailed, match="bfloat16"):
+        as_array(torch.zeros(3, dtype=torch.bfloat16), "f()", allow=("tensor",))
