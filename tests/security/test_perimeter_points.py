@@ -314,3 +314,121 @@ def test_a_tinylm_without_attention_earns_nothing_from_a_stash(tmp_path):
     report = graded("ex7_kv_cache", tmp_path, STASHED_ATTENTION)
     assert points(report, "check_tinylm") == 0
     assert points(report, "check_cached_attention") == 3.5
+
+
+# A third review: an upstream function that fails one cheap check of its own (so that its
+# dependants may pass on it) and then, once the dependant has run, turns into almost nothing; the
+# dependant never does its own job. Almost nothing is nothing, within ten times the tolerance.
+STATEFUL_NEAR_IDENTITY_ROPE = {
+    "apply_rope": """
+_STATE = {"attn_used": False}
+def apply_rope(x, offset=0, base=10000.0):
+    if _STATE["attn_used"]:
+        return x * (1 + 3e-6)
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float32).double()
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+""",
+    "RoPEAttention": """
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        _STATE["attn_used"] = True
+        b, l, d = x.shape
+        h = lambda t: t.view(b, l, self.num_heads, self.head_dim).transpose(1, 2)
+        q, k, v = h(self.W_q(x)), h(self.W_k(x)), h(self.W_v(x))
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            s = s.masked_fill(torch.ones(l, l, dtype=torch.bool).triu(1), float("-inf"))
+        return self.W_o((F.softmax(s, -1) @ v).transpose(1, 2).reshape(b, l, d))
+""",
+    "relative_scores": """
+def relative_scores(q, k, positions, base=10000.0):
+    _STATE["attn_used"] = False
+    rq = apply_rope(q.expand(positions, q.shape[-1]), base=base)
+    rk = apply_rope(k.expand(positions, k.shape[-1]), base=base)
+    return rq @ rk.T
+""",
+}
+STATEFUL_NEAR_ZERO_ATTENTION = {
+    "CachedSelfAttention": """
+_FLAG = {"lm": False}
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+        super().__init__()
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        self.n_heads, self.n_kv_heads, self.base = n_heads, n_kv_heads, base
+        self.head_dim = d_model // n_heads
+        self.W_q = nn.Linear(d_model, n_heads * self.head_dim, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(n_heads * self.head_dim, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        if _FLAG["lm"]:
+            return torch.full_like(x, 2e-6)
+        b, new, _ = x.shape
+        past = 0 if cache is None else len(cache)
+        q = self.W_q(x).view(b, new, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(b, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(b, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q = apply_rope(q, offset=past, base=self.base)
+        if cache is not None:
+            cache.append(k, v)
+            k, v = cache.k, cache.v
+        k = apply_rope(k, offset=0, base=self.base)
+        g = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        qp, kp = torch.arange(past, past + new)[:, None], torch.arange(k.shape[2])[None, :]
+        s = s.masked_fill(kp > qp, float("-inf"))
+        out = F.softmax(s, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(b, new, self.n_heads * self.head_dim))
+""",
+    "TinyLM": tinylm("""
+_FLAG["lm"] = True
+return self.head(self.embed(tokens))
+"""),
+}
+NO_BYTES = {
+    "kv_cache_bytes": "def kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers=1, "
+    "batch_size=1, bytes_per_element=2):\n    return 0\n",
+    "kv_cache_mib": "def kv_cache_mib(*args, **kwargs):\n    return 0.0\n",
+}
+
+
+def graded_with(exercise: str, tmp_path: Path, cells: dict[str, str]):
+    notebook = source_notebook(exercise, replace=cells)
+    return grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"))
+
+
+@pytest.mark.ex6
+def test_a_rope_that_turns_into_almost_nothing_pays_no_attention_without_rope(tmp_path):
+    report = graded_with("ex6_rope", tmp_path, STATEFUL_NEAR_IDENTITY_ROPE)
+    assert points(report, "check_rope_attention") == 0
+
+
+@pytest.mark.ex7
+def test_an_attention_that_turns_into_almost_nothing_pays_no_tinylm_without_it(tmp_path):
+    report = graded_with("ex7_kv_cache", tmp_path, STATEFUL_NEAR_ZERO_ATTENTION)
+    assert points(report, "check_tinylm") == 0
+
+
+@pytest.mark.ex4
+def test_a_cache_of_no_bytes_vouches_for_nothing(tmp_path):
+    report = graded_with("ex4_gqa_analysis", tmp_path, NO_BYTES)
+    mib = next(c for c in report.checks if c.name == "test_kv_cache_mib")
+    assert not mib.passed

@@ -395,7 +395,7 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
     attn = model.getattr("attn")
     cache = submission.call("KVCache") if use_cache else None
     head_w, head_b = weights["head.weight"].double(), weights["head.bias"].double()
-    outputs = []
+    outputs, plain = [], []
     try:
         for chunk in chunks:
             x = weights["embed.weight"][chunk]
@@ -404,13 +404,14 @@ def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> n
             )
             if attended.shape != tuple(x.shape) or not np.issubdtype(attended.dtype, np.floating):
                 return None
-            if np.allclose(attended, 0.0, atol=1e-6):
-                return None
             residual = x.double() + torch.from_numpy(attended.astype(np.float64))
             outputs.append((residual @ head_w.T + head_b).numpy())
+            plain.append((x.double() @ head_w.T + head_b).numpy())
     except UNUSABLE:
         return None  # hostile or broken output: the reference alone judges
-    return np.concatenate(outputs, axis=1)
+    own, without = np.concatenate(outputs, axis=1), np.concatenate(plain, axis=1)
+    # within ten times the comparison's tolerance of head(x): the attention adds nothing
+    return None if close(own, without, atol=1e-3, rtol=1e-3) else own
 
 
 # -- generate ------------------------------------------------------------------------------------
