@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 from tests.support.student_cells import tinylm
@@ -364,39 +365,14 @@ def relative_scores(q, k, positions, base=10000.0):
 """,
 }
 STATEFUL_NEAR_ZERO_ATTENTION = {
-    "CachedSelfAttention": """
+    # the catalogued mistake that fails only test_cached_attention_fills_the_cache, then a switch
+    "CachedSelfAttention": catalogue_for("ex7_kv_cache")["cache_stores_k_before_rope"].source
+    + """
 _FLAG = {"lm": False}
-class CachedSelfAttention(nn.Module):
-    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
-        super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        self.n_heads, self.n_kv_heads, self.base = n_heads, n_kv_heads, base
-        self.head_dim = d_model // n_heads
-        self.W_q = nn.Linear(d_model, n_heads * self.head_dim, bias=False)
-        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
-        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
-        self.W_o = nn.Linear(n_heads * self.head_dim, d_model, bias=False)
-
-    def forward(self, x, cache=None):
-        if _FLAG["lm"]:
-            return torch.full_like(x, 2e-6)
-        b, new, _ = x.shape
-        past = 0 if cache is None else len(cache)
-        q = self.W_q(x).view(b, new, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.W_k(x).view(b, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        v = self.W_v(x).view(b, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        q = apply_rope(q, offset=past, base=self.base)
-        if cache is not None:
-            cache.append(k, v)
-            k, v = cache.k, cache.v
-        k = apply_rope(k, offset=0, base=self.base)
-        g = self.n_heads // self.n_kv_heads
-        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-        s = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
-        qp, kp = torch.arange(past, past + new)[:, None], torch.arange(k.shape[2])[None, :]
-        s = s.masked_fill(kp > qp, float("-inf"))
-        out = F.softmax(s, dim=-1) @ v
-        return self.W_o(out.transpose(1, 2).reshape(b, new, self.n_heads * self.head_dim))
+_honest_forward = CachedSelfAttention.forward
+def _forward(self, x, cache=None):
+    return torch.full_like(x, 2e-6) if _FLAG["lm"] else _honest_forward(self, x, cache)
+CachedSelfAttention.forward = _forward
 """,
     "TinyLM": tinylm("""
 _FLAG["lm"] = True
