@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from autograder.authoring.catalogue import Catalogue, Mistake, Raised
-from autograder.authoring.expect import as_array, ensure, expect_shape, fail
+from autograder.authoring.expect import as_array, close, ensure, expect_shape, fail
 from autograder.grading.submission import Handle
 
 
@@ -119,14 +119,8 @@ def _same_answer(a: Any, b: Any) -> bool:
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
         return len(a) == len(b) and all(_same_answer(x, y) for x, y in zip(a, b, strict=True))
     try:
-        x, y = np.asarray(a), np.asarray(b)
-        return (
-            x.shape == y.shape
-            and x.dtype.kind in "biuf"
-            and y.dtype.kind in "biuf"
-            and bool(np.allclose(x, y, rtol=1e-9, atol=1e-12))
-        )
-    except (TypeError, ValueError):
+        return close(a, b, atol=1e-12, rtol=1e-9, allow_inf=True)
+    except (TypeError, ValueError):  # not an array (a ragged list, an object)
         return False
 
 

@@ -1,6 +1,6 @@
 """One fault, charged once: the reference's answer computed with the student's own upstream
 functions in place of the reference's, for the checks of a function built on them (see
-CONTRIBUTING.md, "One fault, charged once", and `expect.expect_close_or_own`).
+CONTRIBUTING.md, "One fault, charged once", and `expect_close_or_own` below).
 
 The grader computes it only after the student's downstream function has answered (so that a
 notebook cannot replay the grader's own computation), and such a pass is paid only when one of

@@ -51,9 +51,9 @@ class Exercise:
     # One of the lesson's five (released by default) or a companion chapter's exercise, built
     # and demonstrated only when asked for (`attn-grade build --all`, or by name).
     core: bool = True
-    # Edits a student could make to the demo cells that keep them doing the same things on less
-    # data or for fewer epochs (text -> replacement, each found exactly once in the demo cells):
-    # tests that run whole nbgrader cycles submit notebooks edited so, to keep training small.
+    # Edits to the demo cells that keep them doing the same things on less data or for fewer
+    # epochs (text -> replacement, each found exactly once in the demo cells): `attn-grade build
+    # --small-demo`, for trying a cycle quickly; the suite's nbgrader cycles build with it.
     small_demo: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -259,8 +259,8 @@ def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng
 # computed with the student's apply_rope (called in the notebook) in place of the reference's:
 # the rotation's fault is charged to apply_rope's checks, not again to theirs. Not when that
 # answer is the one without any rotation (an apply_rope that changes nothing would otherwise pay
-# a RoPEAttention that never calls it). The grader computes it before the student's function
-# sees these inputs.
+# a RoPEAttention that never calls it). The grader computes it only after the student's function
+# has answered, and such a pass is paid only when a rotation check fails (ROTATION_CHECKS).
 def with_their_rope(
     submission, compute: Callable[[], np.ndarray], *, atol: float, rtol: float
 ) -> np.ndarray | None:
