@@ -56,4 +56,9 @@ c.ZipCollectApp.collector_plugin = "autograder.nbgrader_plugins.lms.LmsFileNameC
 # writes a real CSV whose cells never start a spreadsheet formula.
 c.ZipCollectApp.extractor_plugin = "autograder.nbgrader_plugins.intake.BoundedExtractor"
 c.ExchangeFactory.collect = "autograder.nbgrader_plugins.intake.SafeExchangeCollect"
+
+# release_feedback leaves out (with a warning naming them) the students who handed in through an
+# LMS download: they have no exchange identity; `attn-grade feedback-zip` returns theirs
+# (autograder/nbgrader_plugins/lms_return.py).
+c.ExchangeFactory.release_feedback = "autograder.nbgrader_plugins.lms_return.LmsAwareReleaseFeedback"
 c.ExportApp.plugin_class = "autograder.nbgrader_plugins.intake.SafeCsvExport"

@@ -120,7 +120,7 @@ def pointer_accuracy(module, annotations, states, targets):
         pytest.param(
             EX8,
             POINTER_ACCURACY_ON_A_COPY,
-            "test_pointer_accuracy_of_a_trained_module",
+            "test_pointer_accuracy_of_a_pointing_module",
             "training mode",
             marks=pytest.mark.ex8,
             id="pointer_accuracy-copy-in-training-mode",

@@ -221,6 +221,15 @@ def test_positional_encoding_forward_adds(submission, mistakes, rng):
     x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
     what = f"PositionalEncoding({d_model}) on x of shape {tuple(x.shape)}: x + PE[:{length}]"
     expect_encoding(submission, mistakes, (d_model,), x, f"{what} (no scaling, no dropout)")
+    # PE is fixed by the formula: a trainable table would drift from it during training
+    summary = submission.probe("module_summary", submission.call("PositionalEncoding", d_model))
+    trainable = summary.get("trainable_parameters") if isinstance(summary, dict) else None
+    ensure(
+        trainable == 0,
+        f"PositionalEncoding({d_model}) should have no trainable parameters (PE is fixed by the "
+        f"formula; keep it in a buffer), it has {trainable}",
+        mistake=mistakes["encoding_is_trainable"],
+    )
 
 
 # -- TransformerClassifier -----------------------------------------------------------------------
@@ -701,6 +710,14 @@ def test_evaluate_accuracy_matches_logits(submission, mistakes, rng, seed):
     expect_accuracy(submission, mistakes, recorder, value, expected, what)
 
 
+def clear_positive_maxima(rng, n: int, classes: int) -> np.ndarray:
+    """Rows whose maximum is positive and at least 1 above every other entry: a ReLU in front
+    keeps each row's argmax (a row of negatives would become zeros, whose argmax is 0)."""
+    X = rng.normal(size=(n, classes))
+    X[np.arange(n), rng.integers(0, classes, size=n)] = np.abs(X).max(axis=1) + 1.0
+    return X.astype(np.float32)
+
+
 @check(
     points=0.25,
     grade_id="check_evaluate_accuracy",
@@ -711,8 +728,7 @@ def test_evaluate_accuracy_eval_mode_without_gradients(submission, mistakes, rng
     refuses that in-place update while it records gradients, and allows it under
     torch.no_grad() or torch.inference_mode()."""
     n, classes = int(rng.integers(30, 60)), int(rng.integers(3, 6))
-    X = rng.normal(size=(n, classes)).astype(np.float32)
-    X[np.arange(n), rng.integers(0, classes, size=n)] += 3.0  # a clear positive maximum
+    X = clear_positive_maxima(rng, n, classes)
     y, expected = targets(rng, X.argmax(axis=1), classes)
     nn_child = torch_nn(submission)
     linear = nn_child.call("Linear", classes, classes)

@@ -67,6 +67,26 @@ class PositionalEncoding(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "encoding_is_trainable",
+    "the positional encoding is an nn.Parameter, so training changes it: PE is fixed by the "
+    "formula (register_buffer)",
+    check="test_positional_encoding_forward_adds",
+)
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=512):
+        super().__init__()
+        position = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)
+        angle = position / 10000.0 ** (torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+        pe[:, 0::2] = torch.sin(angle)
+        pe[:, 1::2] = torch.cos(angle)
+        self.pe = nn.Parameter(pe.float())
+
+    def forward(self, x):
+        return x + self.pe[: x.size(1)].to(x.dtype)
+
+
+@CATALOGUE.mistake(
     "pe_exponent_off",
     "the frequencies use 10000^(i/d_model) with i the pair index; the exponent is 2i/d_model",
     check="test_positional_encoding_values",

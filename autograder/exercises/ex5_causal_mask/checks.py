@@ -367,16 +367,27 @@ def logits_of(model: Handle, x: np.ndarray, what: str) -> np.ndarray:
 
 
 @check(points=0.5, grade_id="check_causal_transformer")
-def test_causal_transformer_output_shape(submission, rng, seed):
+def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     batch, length, config = model_case(rng)
-    cases = ((config, batch, length), ({}, length, batch))  # {}: the default vocab of 50
+    # longer than the default max_len of 128: the model must size its positions by max_len
+    long = int(rng.integers(129, 161))
+    longer = {**config, "n_layers": 1, "max_len": long + int(rng.integers(0, 20))}
+    cases = ((config, batch, length), ({}, length, batch), (longer, 2, long))  # {}: vocab 50
     for kwargs, rows, steps in cases:
         what = f"CausalTransformer({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
         vocab = kwargs.get("vocab_size", 50)
         model = build_model(submission, seed, kwargs)
         model.call("eval")
         x = rng.integers(0, vocab, size=(rows, steps))
-        logits = logits_of(model, x, f"{what} on x of shape {x.shape}")
+        try:
+            logits = logits_of(model, x, f"{what} on x of shape {x.shape}")
+        except StudentError as error:
+            beyond = steps > 128 and error.type in ("IndexError", "RuntimeError")
+            fail(
+                f"{error} (x of shape {x.shape})"
+                + (": positions should go up to max_len - 1, not 127" if beyond else ""),
+                mistake=mistakes["max_len_ignored"] if beyond else None,
+            )
         expect_shape(logits, (rows, steps, vocab), f"the logits of {what} on x of shape {x.shape}")
         spread = float(np.max(np.ptp(logits[:, -1], axis=0)))
         ensure(

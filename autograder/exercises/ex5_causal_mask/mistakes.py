@@ -211,6 +211,32 @@ class CausalTransformer(nn.Module):
         return self.head(self.encoder(h))
 
 
+@CATALOGUE.mistake(
+    "max_len_ignored",
+    "CausalTransformer ignores max_len: its positions stop at the default 128, so a model built "
+    "for longer sequences fails on them",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(128, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        length = x.shape[1]
+        h = self.token_emb(x) + self.pos_emb(torch.arange(length))
+        mask = torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+        return self.head(self.encoder(h, mask=mask))
+
+
 # -- train_lm ----------------------------------------------------------------------------------
 @CATALOGUE.mistake(
     "train_lm_ignores_seed",

@@ -220,7 +220,9 @@ def compare_without_a_cache(
 )
 def test_cached_attention_every_split_equals_the_whole(submission, mistakes, rng):
     batch, length, d_model, n_heads, n_kv = attention_sizes(rng)
-    for sizes in ((d_model, n_heads, n_kv), (d_model, n_heads, 1)):  # grouped, then MQA
+    base = float(rng.uniform(50, 500))
+    # grouped, MQA, then RoPE of another base (the module must pass it on with a cache too)
+    for sizes in ((d_model, n_heads, n_kv), (d_model, n_heads, 1), (d_model, n_heads, n_kv, base)):
         compare_splits(submission, mistakes, rng, batch, length, sizes)
 
 

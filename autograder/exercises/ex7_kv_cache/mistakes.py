@@ -146,6 +146,46 @@ class CachedSelfAttention(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "cached_path_forgets_the_base",
+    "with a cache the rotation uses the default base 10000 instead of the module's base: pass "
+    "base=self.base on every path",
+    check="test_cached_attention_every_split_equals_the_whole",
+)
+class CachedSelfAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+        super().__init__()
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("bad sizes")
+        self.n_heads, self.n_kv_heads, self.base = n_heads, n_kv_heads, base
+        self.head_dim = d_model // n_heads
+        self.W_q = nn.Linear(d_model, n_heads * self.head_dim, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(n_heads * self.head_dim, d_model, bias=False)
+
+    def forward(self, x, cache=None):
+        batch, new, _ = x.shape
+        past = 0 if cache is None else len(cache)
+        q = self.W_q(x).view(batch, new, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(batch, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(batch, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if cache is None:
+            q, k = apply_rope(q, base=self.base), apply_rope(k, base=self.base)
+        else:
+            q, k = apply_rope(q, offset=past), apply_rope(k, offset=past)
+            cache.append(k, v)
+            k, v = cache.k, cache.v
+        group = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        query_positions = torch.arange(past, past + new)[:, None]
+        scores = scores.masked_fill(torch.arange(k.shape[2])[None, :] > query_positions, -math.inf)
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, new, -1))
+
+
+@CATALOGUE.mistake(
     "mask_not_aligned_to_the_cache",
     "the causal mask is the triangle of the new tokens alone (as if they started at position "
     "0), not aligned to the cache: new token t may see every cached position up to P + t",

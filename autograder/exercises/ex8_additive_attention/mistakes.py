@@ -56,6 +56,27 @@ class AdditiveAttention(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "scores_squeezed_without_an_axis",
+    "the scores were squeezed without naming the axis: with one sample (B = 1) the batch axis "
+    "goes too, so the weights lose their (B, S) shape; squeeze(-1)",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))).squeeze()
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
     "state_not_broadcast",
     "the decoder state's projection W_s s was not broadcast over the S annotations "
     "(unsqueeze it to (B, 1, attn_dim))",
@@ -264,6 +285,32 @@ def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64
 
 
 @CATALOGUE.mistake(
+    "batch_size_ignored",
+    "train_pointer ignores its batch_size argument (always 64): use the batch_size it is given",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.randperm(n, generator=generator), 0.0
+        for start in range(0, n, 64):
+            rows = order[start : start + 64]
+            _, weights = module(annotations[rows], states[rows])
+            picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+            loss = -torch.log(picked.clamp_min(1e-12)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
     "log_likelihood_not_negated",
     "the loss is the log-likelihood itself, not its negative: training pushes the target's "
     "weight down",
@@ -295,7 +342,7 @@ def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64
 @CATALOGUE.mistake(
     "accuracy_in_percent",
     "the accuracy is a fraction between 0 and 1, not a percentage",
-    check="test_pointer_accuracy_of_a_trained_module",
+    check="test_pointer_accuracy_of_a_pointing_module",
 )
 def pointer_accuracy(module, annotations, states, targets):
     module.eval()
@@ -308,7 +355,7 @@ def pointer_accuracy(module, annotations, states, targets):
     "pointer_accuracy_with_gradients",
     "pointer_accuracy runs the module with gradients on; measure under torch.no_grad() (or "
     "torch.inference_mode())",
-    check="test_pointer_accuracy_of_a_trained_module",
+    check="test_pointer_accuracy_of_a_pointing_module",
 )
 def pointer_accuracy(module, annotations, states, targets):
     module.eval()
@@ -320,7 +367,7 @@ def pointer_accuracy(module, annotations, states, targets):
     "pointer_accuracy_in_training_mode",
     "pointer_accuracy runs the module in training mode; call module.eval() before measuring "
     "(restoring the previous mode afterwards is fine)",
-    check="test_pointer_accuracy_of_a_trained_module",
+    check="test_pointer_accuracy_of_a_pointing_module",
 )
 def pointer_accuracy(module, annotations, states, targets):
     with torch.no_grad():

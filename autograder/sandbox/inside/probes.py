@@ -146,7 +146,8 @@ PROBES: dict[str, Callable[..., Any]] = {
 
 def batch_recorder(model):
     """`model` wrapped in an nn.Module that records the rows of every input it sees in training
-    mode (as lists of ints), in `seen`: how a training loop batches and shuffles its data."""
+    mode (as lists of ints), in `seen`, and the size of each of those batches, in `sizes`: how a
+    training loop batches and shuffles its data."""
     import torch.nn as nn
 
     class BatchRecorder(nn.Module):
@@ -154,10 +155,12 @@ def batch_recorder(model):
             super().__init__()
             self.inner = inner
             self.seen = []
+            self.sizes = []
 
         def forward(self, x, *args, **kwargs):
             if self.training:
                 self.seen.extend(x.detach().reshape(len(x), -1).tolist())
+                self.sizes.append(len(x))
             return self.inner(x, *args, **kwargs)
 
     return BatchRecorder(model)

@@ -1,0 +1,39 @@
+"""What an independent white-box review of the checks found (each test failed before its fix):
+a correct solution that lost points for some students, and realistic mistakes the checks never
+drew inputs for. Catalogued mistakes found there are proven by test_mistakes.py instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.grading.runner import grade_notebook
+from tests.conftest import source_notebook, write_notebook
+
+EX3 = "ex3_transformer_classifier"
+
+
+def test_the_in_place_relu_keeps_every_rows_argmax():
+    """The eval-mode check puts an in-place ReLU in front of an identity layer: every row's
+    maximum must survive it, for every seed (a row of negatives became zeros, argmax 0)."""
+    from autograder.exercises.ex3_transformer_classifier.checks import clear_positive_maxima
+
+    for seed in range(2000):
+        rng = np.random.default_rng(seed)
+        n, classes = int(rng.integers(30, 60)), int(rng.integers(3, 6))
+        X = clear_positive_maxima(rng, n, classes)
+        assert np.array_equal(np.maximum(X, 0).argmax(axis=1), X.argmax(axis=1)), seed
+        top = np.sort(X, axis=1)
+        assert np.all(top[:, -1] > 0) and np.all(top[:, -1] - top[:, -2] >= 1.0 - 1e-6), seed
+
+
+@pytest.mark.ex3
+def test_the_reference_passes_the_eval_mode_check_for_the_student_it_failed(
+    tmp_path, shared_sandbox
+):
+    path = write_notebook(source_notebook(EX3), tmp_path / f"{EX3}.ipynb")
+    check = "test_evaluate_accuracy_eval_mode_without_gradients"
+    # the two of 600 students the old inputs failed on this notebook (seeds depend on the code)
+    for student in ("student85", "student279"):
+        report = grade_notebook(path, student=student, only=[check], shared=shared_sandbox.get())
+        assert all(c.passed for c in report.checks), (student, report.checks)
