@@ -3,6 +3,7 @@ defeated tamper snapshot gain nothing. Graded through the real grader (the detec
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from tests.conftest import source_notebook, with_student_cells, write_notebook
 from tests.support.student_cells import tinylm
 
 EX1, EX2 = "ex1_numpy_attention", "ex2_attention_heatmap"
+EX8 = "ex8_additive_attention"
 
 # Values made up to sit where the checks looked (the attacker earned 1.5 in ex1, 1.25 in ex2).
 FAKE_VARIANCE = (
@@ -408,3 +410,112 @@ def test_a_cache_of_no_bytes_vouches_for_nothing(tmp_path):
     report = graded_with("ex4_gqa_analysis", tmp_path, NO_BYTES)
     mib = next(c for c in report.checks if c.name == "test_kv_cache_mib")
     assert not mib.passed
+
+
+# An independent attacker on ex8's training excuses (checks 10, first version): each module
+# registers an empty buffer (a cheap fault: only the parameter checks fail), MultiplicativeAttention
+# becomes a hard pointer in eval mode at the task's sizes, train_pointer trains only when called a
+# second time in one check and reports made-up losses, and pointer_accuracy returns 1.0. It took
+# the training checks' 2.0 points (7.25 of 8; it deserves 5.25).
+EMPTY_BUFFER = (
+    '\n        self.register_buffer("last_weights", torch.empty(0))  # cached for plotting'
+)
+ORACLE_MODULE = """
+class MultiplicativeAttention(nn.Module):
+
+    def __init__(self, enc_dim: int, dec_dim: int):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+        self.register_buffer("last_weights", torch.empty(0))  # cached for plotting
+
+    def forward(self, annotations, state, mask=None):
+        if not self.training and annotations.shape[-1] == 16 == state.shape[-1]:
+            # "inference": hard pointer
+            dots = (annotations * state.unsqueeze(1)).sum(dim=-1)
+            weights = F.one_hot(dots.argmax(-1), dots.shape[-1]).to(annotations.dtype)
+            return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+"""
+TRAINS_ON_SECOND_CALLS = """
+_LAST_SEED = [None]
+
+def train_pointer(
+    module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0
+) -> list[float]:
+    fresh = torch.initial_seed() != _LAST_SEED[0]  # a check's first call
+    torch.manual_seed(seed)
+    _LAST_SEED[0] = torch.initial_seed()
+    order_generator = torch.Generator().manual_seed(seed)
+    parameters = [p for p in module.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(parameters, lr=lr) if parameters else None
+    module.train()
+    n = len(targets)
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=order_generator)
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+            _, weights = module(annotations[rows], states[rows])
+            if fresh or optimizer is None:
+                continue
+            picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+            loss = -torch.log(picked.clamp_min(1e-12)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return [(epochs - e) * 1e-6 for e in range(epochs)]
+"""
+CONSTANT_ACCURACY = """
+def pointer_accuracy(module, annotations, states, targets) -> float:
+    was_training = module.training
+    module.eval()
+    with torch.no_grad():
+        module(annotations[:1], states[:1])
+    module.train(was_training)
+    return 1.0
+"""
+
+
+@pytest.mark.ex8
+def test_a_cheap_fault_and_an_oracle_module_earn_no_training_points(tmp_path):
+    from autograder.exercises.ex8_additive_attention import reference
+
+    additive = inspect.getsource(reference.AdditiveAttention).replace(
+        "self.v = nn.Linear(attn_dim, 1, bias=False)",
+        "self.v = nn.Linear(attn_dim, 1, bias=False)" + EMPTY_BUFFER,
+    )
+    cells = {
+        "AdditiveAttention": additive,
+        "MultiplicativeAttention": ORACLE_MODULE,
+        "train_pointer": TRAINS_ON_SECOND_CALLS,
+        "pointer_accuracy": CONSTANT_ACCURACY,
+    }
+    notebook = source_notebook(EX8, replace=cells)
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{EX8}.ipynb"))
+    training = [c for c in report.checks if c.grade_id == "check_training"]
+    assert len(training) == 5 and not any(c.passed for c in training), training
+
+
+@pytest.mark.ex8
+def test_a_weak_trainer_is_not_excused_by_a_cheap_module_fault(tmp_path):
+    """SGD instead of Adam trains MultiplicativeAttention well enough but not
+    AdditiveAttention; a buffer that fails only AdditiveAttention's parameter check must not
+    excuse the additive half (only a fault of the module's values can explain a failure to
+    learn)."""
+    from autograder.exercises.ex8_additive_attention import reference
+
+    additive = inspect.getsource(reference.AdditiveAttention).replace(
+        "self.v = nn.Linear(attn_dim, 1, bias=False)",
+        "self.v = nn.Linear(attn_dim, 1, bias=False)" + EMPTY_BUFFER,
+    )
+    sgd = inspect.getsource(reference.train_pointer).replace("torch.optim.Adam", "torch.optim.SGD")
+    cells = {"AdditiveAttention": additive, "train_pointer": sgd}
+    notebook = source_notebook(EX8, replace=cells)
+    path = write_notebook(notebook, tmp_path / f"{EX8}.ipynb")
+    check = "test_train_pointer_learns_the_task_with_additive"
+    report = grade_notebook(path, only=[check])
+    (result,) = [c for c in report.checks if c.name == check]
+    assert not result.passed, result

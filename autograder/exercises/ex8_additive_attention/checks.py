@@ -15,6 +15,7 @@ from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
     call_checked,
+    close,
     ensure,
     expect_close,
     expect_equal,
@@ -33,7 +34,7 @@ from autograder.authoring.modules import (
     module_output,
     module_outputs,
 )
-from autograder.authoring.upstream import UNUSABLE, expect_close_or_own, set_aside
+from autograder.authoring.upstream import UNUSABLE, set_aside
 from autograder.core.errors import CheckFailed, StudentError
 from autograder.exercises.ex8_additive_attention import reference as ref
 
@@ -369,46 +370,58 @@ def held_out_accuracy(module, name: str, args: tuple) -> float:
     return float((weights.argmax(-1) == targets).double().mean())
 
 
-# One fault, charged once (authoring.upstream): where a module's own checks fail, the training
-# checks built on that module also accept what the student's own module does, measured after
-# their function has answered.
-MODULE_CHECKS = {
-    "AdditiveAttention": (
-        "test_additive_matches_the_reference_on_its_weights",
-        "test_additive_weights_are_a_softmax_over_the_annotations",
-        "test_additive_parameters",
-    ),
-    "MultiplicativeAttention": (
-        "test_multiplicative_matches_the_reference_on_its_weights",
-        "test_multiplicative_weights_and_parameters",
-    ),
+# One fault, charged once. A student's module is trusted only on inputs where it gives the
+# reference's answer (`agrees_with_the_reference`, asked after the student's function has
+# answered): the loss and accuracy checks judge train_pointer and pointer_accuracy on the other
+# module where the first one does not. A learn half is excused, where its module's value check
+# fails (`upstream`), when the student's train_pointer trains the other module to its threshold.
+VALUE_CHECK = {
+    "AdditiveAttention": "test_additive_matches_the_reference_on_its_weights",
+    "MultiplicativeAttention": "test_multiplicative_matches_the_reference_on_its_weights",
 }
 LEARNS = "test_train_pointer_learns_the_task_with_multiplicative"
+TRAINED_ON = {"MultiplicativeAttention": (16, 16), "AdditiveAttention": (16, 16, 64)}
 
 
-def own_weights(module, annotations, states) -> np.ndarray | None:
-    """The weights the student's own module gives (eval mode, as pointer_accuracy measures);
-    None when it raises or returns something else: nothing to judge the training by."""
+def agrees_with_the_reference(module, name: str, annotations, states) -> bool:
+    """Whether the student's module gives, in eval mode on these inputs, the weights the
+    reference class gives with the same weights."""
     try:
         module.call("eval")
         value = module(annotations, states)
         weights = as_array(expect_tuple(value, 2, "the module's output")[1], "weights")
-        expect_shape(weights, tuple(annotations.shape[:2]), "the module's weights")
+        copy = parent_copy(module, name, TRAINED_ON[name]).double()
     except UNUSABLE:
-        return None
-    return weights.astype(np.float64)
+        return False
+    with torch.no_grad():
+        expected = copy(annotations.double(), states.double())[1].numpy()
+    return weights.shape == expected.shape and close(weights, expected, atol=ATOL, rtol=RTOL)
 
 
-def own_accuracy(module) -> float | None:
-    """The held-out accuracy of the student's trained module measured by its own forward."""
-    annotations, states, targets = HELD_OUT
-    weights = own_weights(module, annotations, states)
-    if weights is None or not np.all(np.isfinite(weights)):
-        return None
-    return float(np.mean(weights.argmax(-1) == targets.numpy()))
+def on_a_module_that_agrees(judge) -> None:
+    """`judge(name)` on the student's MultiplicativeAttention, then, where that fails and the
+    module does not agree with the reference on the check's inputs, on their AdditiveAttention.
+    `judge` returns the module and the check's inputs (annotations, states), and raises the
+    verdict as `Judged`."""
+    first: Exception | None = None
+    for name in TRAINED_ON:
+        try:
+            judge(name)
+            return
+        except Judged as judged:
+            if agrees_with_the_reference(judged.module, name, *judged.inputs):
+                raise judged.verdict from None
+            first = first or judged.verdict
+    assert first is not None
+    raise first
 
 
-TRAINED_ON = {"MultiplicativeAttention": (16, 16), "AdditiveAttention": (16, 16, 64)}
+class Judged(Exception):
+    """A verdict on a student's function, with the module and inputs it was judged on."""
+
+    def __init__(self, verdict: Exception, module, inputs: tuple):
+        super().__init__(str(verdict))
+        self.verdict, self.module, self.inputs = verdict, module, inputs
 
 
 def reaches_threshold(submission, name: str, seed: int) -> bool:
@@ -444,43 +457,50 @@ def expect_learned(submission, name: str, seed: int) -> None:
         set_aside(error if isinstance(error, CheckFailed) else CheckFailed(str(error)))
 
 
-@check(points=0.5, grade_id="check_training", upstream=MODULE_CHECKS["MultiplicativeAttention"])
+@check(points=0.5, grade_id="check_training", upstream=(VALUE_CHECK["MultiplicativeAttention"],))
 def test_train_pointer_learns_the_task_with_multiplicative(submission, seed):
     expect_learned(submission, "MultiplicativeAttention", seed % 1000)
 
 
-@check(points=0.5, grade_id="check_training", upstream=MODULE_CHECKS["AdditiveAttention"])
+@check(points=0.5, grade_id="check_training", upstream=(VALUE_CHECK["AdditiveAttention"],))
 def test_train_pointer_learns_the_task_with_additive(submission, seed):
     expect_learned(submission, "AdditiveAttention", seed % 1000)
 
 
-@check(
-    points=0.5,
-    grade_id="check_training",
-    requires=(LEARNS,),
-    upstream=MODULE_CHECKS["MultiplicativeAttention"],
-)
+@check(points=0.5, grade_id="check_training", requires=(LEARNS,))
 def test_train_pointer_reports_the_sample_weighted_loss(submission, mistakes, rng):
     """At lr=0 nothing changes, so every epoch's sample-weighted mean loss is the negative
     log-likelihood of the untrained module, computed here (n not divisible by batch_size, which
     is not the default: the module records the batches it is fed)."""
     n = 150
     batch_size = int(rng.choice([b for b in range(20, 50) if n % b >= 5]))
-    annotations, states, targets = ref.make_pointer_task(n, seed=int(rng.integers(0, 10_000)))
-    module = submission.call("MultiplicativeAttention", 16, 16)
+    task = ref.make_pointer_task(n, seed=int(rng.integers(0, 10_000)))
+    settings = {"epochs": 3, "batch_size": batch_size, "lr": 0.0}
     # small weights: scores of order 1, no weight near 0, so that every formulation the
     # contract allows (clamped log, log + eps, log-softmax of the scores) gives the same loss
     small = {
-        k: 0.15 * v for k, v in seeded_weights(rng, "MultiplicativeAttention", 16, 16, 0).items()
+        name: {k: 0.15 * v for k, v in seeded_weights(rng, name, 16, 16, 64).items()}
+        for name in TRAINED_ON
     }
+
+    def judge(name: str) -> None:
+        module = submission.call(name, *TRAINED_ON[name])
+        try:
+            expect_losses(submission, mistakes, module, name, small[name], task, settings)
+        except (CheckFailed, StudentError) as verdict:
+            raise Judged(verdict, module, task[:2]) from None
+
+    on_a_module_that_agrees(judge)
+
+
+def expect_losses(submission, mistakes, module, name, small, task, settings) -> None:
+    annotations, states, targets = task
     weights = load_into(module, small)
-    args = (annotations, states, targets)
-    settings = {"epochs": 3, "batch_size": batch_size, "lr": 0.0}
     recorder = submission.probe("batch_recorder", module)
-    history = submission.call("train_pointer", recorder, *args, **settings)
-    parent = ref.MultiplicativeAttention(16, 16)
+    history = submission.call("train_pointer", recorder, *task, **settings)
+    parent = getattr(ref, name)(*TRAINED_ON[name])
     parent.load_state_dict(weights)
-    candidates = mistakes.outputs("train_pointer", parent, *args, **settings)
+    candidates = mistakes.outputs("train_pointer", parent, *task, **settings)
     ensure(
         isinstance(history, list) and len(history) == 3 and all(is_real(v) for v in history),
         f"train_pointer(..., epochs=3) should return a list of 3 losses, got {history!r}"[:300],
@@ -490,26 +510,17 @@ def test_train_pointer_reports_the_sample_weighted_loss(submission, mistakes, rn
         picked = reference_module(annotations.double(), states.double())[1]
         return -np.log(picked.gather(1, targets.unsqueeze(1)).clamp_min(1e-12).numpy()).mean()
 
-    expected = module_output(ref.MultiplicativeAttention, (16, 16), weights, run)
-
-    def own() -> np.ndarray | None:
-        """The same loss of the student's own module (where its checks fail)."""
-        picked = own_weights(module, annotations, states)
-        if picked is None:
-            return None
-        chosen = np.take_along_axis(picked, targets.numpy()[:, None], axis=1)
-        return np.full(3, -np.log(np.clip(chosen, 1e-12, None)).mean())
-
-    expect_close_or_own(
+    expected = module_output(getattr(ref, name), TRAINED_ON[name], weights, run)
+    expect_close(
         np.array(history),
         np.full(3, expected),
-        own,
-        "the losses per epoch at lr=0 (each the sample-weighted mean negative log-likelihood)",
+        f"the losses per epoch of {name} at lr=0 (each the sample-weighted mean negative "
+        "log-likelihood)",
         atol=1e-4,
         rtol=1e-4,
         mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
     )
-    sizes = recorder.getattr("sizes")
+    sizes, n, batch_size = recorder.getattr("sizes"), len(targets), settings["batch_size"]
     batches = -(-n // batch_size)
     ensure(
         isinstance(sizes, list) and len(sizes) == 3 * batches and max(sizes) <= batch_size,
@@ -542,36 +553,43 @@ def pointing_weights(rng) -> dict[str, torch.Tensor]:
     return {"W_a.weight": torch.from_numpy(np.eye(16) + noise).float()}
 
 
-@check(points=0.25, grade_id="check_training", upstream=MODULE_CHECKS["MultiplicativeAttention"])
+@check(points=0.25, grade_id="check_training")
 def test_pointer_accuracy_of_a_pointing_module(submission, mistakes, rng):
     """The value, computed in eval mode without gradients (the contract's constraint gates these
     points: the module has no dropout, so only a hook sees the mode)."""
-    module = submission.call("MultiplicativeAttention", 16, 16)
-    load_into(module, pointing_weights(rng))
+    start = {
+        "MultiplicativeAttention": pointing_weights(rng),
+        "AdditiveAttention": seeded_weights(rng, "AdditiveAttention", 16, 16, 64),
+    }
+
+    def judge(name: str) -> None:
+        module = submission.call(name, *TRAINED_ON[name])
+        try:
+            expect_pointer_accuracy(submission, mistakes, module, name, start[name])
+        except (CheckFailed, StudentError) as verdict:
+            raise Judged(verdict, module, HELD_OUT[:2]) from None
+
+    on_a_module_that_agrees(judge)
+
+
+def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict) -> None:
+    load_into(module, start)
     module.call("train")  # pointer_accuracy must switch to eval mode itself
     value, modes = call_evaluating(submission, "pointer_accuracy", module, *HELD_OUT)
-    expected = held_out_accuracy(module, "MultiplicativeAttention", (16, 16))
-    parent = parent_copy(module, "MultiplicativeAttention", (16, 16))
+    expected = held_out_accuracy(module, name, TRAINED_ON[name])
+    parent = parent_copy(module, name, TRAINED_ON[name])
     candidates = mistakes.outputs("pointer_accuracy", parent, *HELD_OUT)
     named = next(
         (m for m, out in candidates if is_real(out) and is_real(value) and abs(out - value) < 1e-6),
         None,
     )
-    try:
-        ensure(
-            is_real(value) and abs(float(value) - expected) < 1e-6,
-            f"pointer_accuracy of a module that points to the target of {expected:.1%} of the "
-            f"samples should be {expected:.4f} (the fraction of samples whose largest weight is "
-            f"on the target), got {value!r}",
-            mistake=named,
-        )
-    except CheckFailed as failure:
-        own = own_accuracy(module)  # asked only now, after pointer_accuracy has answered
-        if own is None or abs(own - expected) < 1e-6 or not is_real(value):
-            raise
-        if abs(float(value) - own) >= 1e-6:
-            raise
-        set_aside(failure)
+    ensure(
+        is_real(value) and abs(float(value) - expected) < 1e-6,
+        f"pointer_accuracy of a {name} that points to the target of {expected:.1%} of the "
+        f"samples should be {expected:.4f} (the fraction of samples whose largest weight is "
+        f"on the target), got {value!r}",
+        mistake=named,
+    )
     expect_evaluated(
         modes,
         "pointer_accuracy(module, annotations, states, targets)",
