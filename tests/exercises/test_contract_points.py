@@ -222,7 +222,7 @@ POINTS = [
         [
             "test_plot_attention_cells_show_the_weights",
             "test_plot_attention_ticks_label_cell_centres",
-            "test_plot_attention_has_colorbar",
+            "test_plot_attention_has_colorbar_and_title",
         ],
         "ticks_from_vocabulary",
     ),

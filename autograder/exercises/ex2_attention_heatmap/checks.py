@@ -49,8 +49,9 @@ LINEARS = ("W_q", "W_k", "W_v", "W_o")
 # -- tokenize and build_vocab ------------------------------------------------------------------
 def punctuated_sentence(rng) -> str:
     """Capitals, punctuation inside and around words, lone punctuation and symbols outside
-    string.punctuation: every rule of tokenize shows in each sentence."""
-    words = [str(w) for w in rng.choice(WORDS, size=7, replace=False)]
+    string.punctuation: every rule of tokenize shows in each sentence. One word always holds
+    the characters a hand-written regex character class gets wrong (a backslash, ], ^ and -)."""
+    words = [str(w) for w in rng.choice(WORDS, size=8, replace=False)]
     marks = [str(c) for c in rng.choice(list(string.punctuation), size=6)]
     pieces = [
         words[0].capitalize(),
@@ -62,6 +63,7 @@ def punctuated_sentence(rng) -> str:
         "—",
         words[5],
         words[6].upper() + ".",
+        "^" + words[7][:2] + "\\" + words[7][2:] + "]-",
     ]
     return " ".join(pieces[i] for i in rng.permutation(len(pieces)))
 
@@ -477,14 +479,20 @@ def test_plot_attention_ticks_label_cell_centres(submission, mistakes, rng):
     grade_id="check_plot",
     requires=("test_plot_attention_cells_show_the_weights",),
 )
-def test_plot_attention_has_colorbar(submission, mistakes, rng):
+def test_plot_attention_has_colorbar_and_title(submission, mistakes, rng):
     weights, tokens = heatmap_inputs(rng)
-    title = "attention of one head"
-    summary, _, mappable = plotted_heatmap(submission, weights, tokens, title=title)
+    title = f"head {int(rng.integers(1, 9))} of layer {int(rng.integers(1, 7))}"
+    summary, axes, mappable = plotted_heatmap(submission, weights, tokens, title=title)
     ensure(
         figures.has_colorbar(summary, mappable),
         "the heatmap should have a colorbar",
         mistake=mistakes["no_colorbar"],
+    )
+    ensure(
+        axes.get("title") == title,
+        f"plot_attention(..., title={title!r}) should put the title on the heatmap's axes "
+        f"(axes.set_title); the axes' title is {axes.get('title')!r}",
+        mistake=mistakes["title_not_on_the_axes"],
     )
 
 

@@ -32,6 +32,19 @@ def tokenize(sentence):
 
 
 @CATALOGUE.mistake(
+    "regex_class_unescaped",
+    "string.punctuation was pasted into a regex character class unescaped, so the backslash "
+    "stays (inside [...] its \\] is an escaped ]): escape it with re.escape, or use "
+    "str.translate",
+    check="test_tokenize_lowercases_and_removes_punctuation",
+)
+def tokenize(sentence):
+    import re
+
+    return re.sub("[" + string.punctuation + "]", "", sentence.lower()).split()
+
+
+@CATALOGUE.mistake(
     "not_lowercased",
     "the tokens were not lowercased",
     check="test_tokenize_lowercases_and_removes_punctuation",
@@ -526,7 +539,7 @@ def plot_attention(weights, tokens, title=None):
 
 
 @CATALOGUE.mistake(
-    "no_colorbar", "the figure has no colorbar", check="test_plot_attention_has_colorbar"
+    "no_colorbar", "the figure has no colorbar", check="test_plot_attention_has_colorbar_and_title"
 )
 def plot_attention(weights, tokens, title=None):
     figure = Figure()
@@ -536,6 +549,24 @@ def plot_attention(weights, tokens, title=None):
     axes.set_yticks(range(len(tokens)), labels=tokens)
     if title:
         axes.set_title(title)
+    return figure
+
+
+@CATALOGUE.mistake(
+    "title_not_on_the_axes",
+    "the title went to the figure (suptitle) or nowhere: the contract puts it on the heatmap's "
+    "axes (axes.set_title)",
+    check="test_plot_attention_has_colorbar_and_title",
+)
+def plot_attention(weights, tokens, title=None):
+    figure = Figure()
+    axes = figure.subplots()
+    image = axes.imshow(np.asarray(weights))
+    axes.set_xticks(range(len(tokens)), labels=tokens)
+    axes.set_yticks(range(len(tokens)), labels=tokens)
+    figure.colorbar(image, ax=axes)
+    if title:
+        figure.suptitle(title)
     return figure
 
 

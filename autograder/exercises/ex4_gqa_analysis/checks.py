@@ -401,7 +401,12 @@ def test_gqa_report_names(submission, mistakes, rng):
         "seq_len": int(rng.integers(100, 5000)),
         "batch_shape": tuple(distinct_sizes(rng, 2, 2, 8)),
     }
-    for arguments in (None, one_head):
+    # And options without n_heads itself: no row is "MHA" (the largest option is not MHA).
+    without_mha = report_arguments(rng)
+    without_mha["kv_head_options"] = tuple(
+        k for k in without_mha["kv_head_options"] if k != without_mha["n_heads"]
+    )
+    for arguments in (None, one_head, without_mha):
         kwargs, rows, candidates, what = call_report(submission, mistakes, rng, arguments)
         names = [row["name"] for row in rows]
         ensure(

@@ -347,6 +347,37 @@ def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_
 
 # -- report ---------------------------------------------------------------------------------------
 @CATALOGUE.mistake(
+    "mha_is_the_largest_option",
+    'the row with the most K/V heads was named "MHA"; it is MHA only when n_kv_heads == n_heads',
+    check="test_gqa_report_names",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv_heads in kv_head_options:
+        if n_kv_heads == max(kv_head_options):
+            name = "MHA"
+        elif n_kv_heads == 1:
+            name = "MQA"
+        else:
+            name = f"GQA-{n_kv_heads}"
+        module = GroupedQueryAttention(d_model, n_heads, n_kv_heads)
+        with torch.no_grad():
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv_heads,
+                "kv_params": kv_projection_params(d_model, n_heads, n_kv_heads),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv_heads, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
     "report_mqa_named_gqa_1",
     "a single K/V head was named 'GQA-1'; it is 'MQA'",
     check="test_gqa_report_names",

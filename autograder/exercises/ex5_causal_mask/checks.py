@@ -1,5 +1,6 @@
 """Hidden checks of ex5_causal_mask (8 points)."""
 
+import itertools
 import math
 
 import numpy as np
@@ -17,6 +18,7 @@ from autograder.authoring.expect import (
     expect_shape,
     expect_tuple,
     fail,
+    is_int,
     is_real,
     matching_mistake,
 )
@@ -306,9 +308,15 @@ def test_split_holdout_exact(submission, mistakes, rng):
     X, Y = split_case(rng, 0.5, context_len)
     judge_split(submission, mistakes, X, Y, 0.5 / len(X))
     judge_split(submission, mistakes, X, Y, 0.0)
+    # (a negative gap between train and test must give no training window, not a slice from
+    # the end: context_len >= 7 so that X[:gap] would not be empty)
+    context_len = int(rng.integers(7, 12))
     tokens = torch.from_numpy(rng.integers(0, 30, size=2 * context_len - 2))
     X, Y = ref.make_windows(tokens, context_len)  # context_len - 2 windows
     judge_split(submission, mistakes, X, Y, 0.3)
+    tokens = torch.from_numpy(rng.integers(0, 30, size=2 * context_len + 3))
+    X, Y = ref.make_windows(tokens, context_len)  # context_len + 3 windows, half of them test
+    judge_split(submission, mistakes, X, Y, 0.5)
 
 
 def judge_split(submission, mistakes, X, Y, frac: float | None) -> None:
@@ -366,8 +374,21 @@ def logits_of(model: Handle, x: np.ndarray, what: str) -> np.ndarray:
     return logits
 
 
+def shown_config(config: dict) -> str:
+    return ", ".join(f"{key}={value}" for key, value in config.items())
+
+
+def trainable_parameters(submission, seed: int, config: dict) -> int | None:
+    summary = submission.probe("module_summary", build_model(submission, seed, config))
+    count = summary.get("trainable_parameters") if isinstance(summary, dict) else None
+    return count if is_int(count) else None
+
+
 @check(points=0.5, grade_id="check_causal_transformer")
 def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
+    """The logits' shape for several configurations, and a model built as its arguments say:
+    each layer adds the same number of parameters, and dropout=0.0 leaves a forward pass in
+    training mode deterministic."""
     batch, length, config = model_case(rng)
     # longer than the default max_len of 128: the model must size its positions by max_len
     long = int(rng.integers(129, 161))
@@ -396,6 +417,27 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
             f"of x of shape {x.shape} (they differ by at most {spread:.3g}); they should "
             "depend on the tokens",
         )
+    # d_model 10 with 2 heads: a model that hard-codes 4 heads cannot be built
+    small = {"vocab_size": 13, "d_model": 10, "n_heads": 2, "max_len": 16}
+    counts = [trainable_parameters(submission, seed, {**small, "n_layers": k}) for k in (1, 2, 3)]
+    steps = [b - a for a, b in itertools.pairwise(counts) if a is not None and b is not None]
+    ensure(
+        len(steps) == 2 and steps[0] == steps[1] > 0,
+        f"CausalTransformer({shown_config(small)}, n_layers=1, 2, 3) has {counts} trainable "
+        "parameters: each layer should add the same number (n_layers layers)",
+        mistake=mistakes["n_layers_ignored"],
+    )
+    model = build_model(submission, seed, {**small, "n_layers": 1})
+    model.call("train")
+    x = rng.integers(0, 13, size=(3, 10))
+    first, second = (logits_of(model, x, "CausalTransformer in training mode") for _ in (0, 1))
+    ensure(
+        np.array_equal(first, second),
+        f"CausalTransformer({shown_config(small)}, n_layers=1) with the default dropout=0.0 "
+        "gave other logits on a second forward pass in training mode: it should use the "
+        "dropout it is given",
+        mistake=mistakes["dropout_ignored"],
+    )
 
 
 @check(
@@ -502,7 +544,8 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
     X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
     weights, fresh = lm_linear_model(submission, rng, vocab)
     options = {"epochs": 3, "batch_size": batch_size, "lr": 0.0, "seed": int(rng.integers(99))}
-    history = train(submission, fresh(), torch.from_numpy(X), torch.from_numpy(Y), **options)
+    recorder = submission.probe("batch_recorder", fresh())  # the batches it is fed
+    history = train(submission, recorder, torch.from_numpy(X), torch.from_numpy(Y), **options)
     losses = position_losses(weights, X, Y)
     expected, last = float(losses.mean()), float(losses[:, -1].mean())
     named = None
@@ -518,6 +561,14 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
         f"{expected:.6f} (at the last position only it would be {last:.6f}); got "
         f"{[round(v, 6) for v in history]}",
         mistake=named,
+    )
+    sizes, batches = recorder.getattr("sizes"), -(-n // batch_size)
+    ensure(
+        isinstance(sizes, list) and len(sizes) == 3 * batches and max(sizes) <= batch_size,
+        f"train_lm(..., epochs=3, batch_size={batch_size}) on {n} windows should feed each epoch "
+        f"in {batches} mini-batches of at most {batch_size} windows; the model was fed batches "
+        f"of {sizes}"[:400],
+        mistake=mistakes["lm_batch_size_ignored"],
     )
 
 

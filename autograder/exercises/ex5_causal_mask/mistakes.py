@@ -164,6 +164,20 @@ def make_windows(tokens, context_len):
 
 
 @CATALOGUE.mistake(
+    "negative_gap_slices_from_the_end",
+    "with fewer windows than the gap needs, first_test - context_len is negative and X[:gap] "
+    "slices from the end: no training window is left then (clamp the gap at 0)",
+    check="test_split_holdout_exact",
+)
+def split_holdout(X, Y, holdout_frac=0.1):
+    n = X.shape[0]
+    n_test = math.ceil(holdout_frac * n)
+    first_test = n - n_test
+    n_train = first_test if n_test == 0 else first_test - X.shape[1]
+    return X[:n_train], Y[:n_train], X[first_test:], Y[first_test:]
+
+
+@CATALOGUE.mistake(
     "split_without_gap",
     "train and test windows overlap: the training windows just before the test windows share "
     "tokens with them, so the held-out accuracy is not measured on unseen data",
@@ -224,6 +238,56 @@ class CausalTransformer(nn.Module):
         self.pos_emb = nn.Embedding(128, d_model)
         layer = nn.TransformerEncoderLayer(
             d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        length = x.shape[1]
+        h = self.token_emb(x) + self.pos_emb(torch.arange(length))
+        mask = torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+        return self.head(self.encoder(h, mask=mask))
+
+
+@CATALOGUE.mistake(
+    "n_layers_ignored",
+    "CausalTransformer ignores n_layers: it always stacks two layers",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, 2, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        length = x.shape[1]
+        h = self.token_emb(x) + self.pos_emb(torch.arange(length))
+        mask = torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+        return self.head(self.encoder(h, mask=mask))
+
+
+@CATALOGUE.mistake(
+    "dropout_ignored",
+    "CausalTransformer uses a dropout of 0.1 whatever its dropout argument says",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, 0.1, batch_first=True, norm_first=True
         )
         self.encoder = nn.TransformerEncoder(
             layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
@@ -323,6 +387,33 @@ def next_token_accuracy(model, X, Y):
 
 
 # -- round 2 (issue 8) ---------------------------------------------------------------------------
+
+
+@CATALOGUE.mistake(
+    "lm_batch_size_ignored",
+    "train_lm ignores its batch_size argument (always 64): use the batch_size it is given",
+    check="test_train_lm_reports_sample_weighted_loss",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, 64):
+                idx = order[start : start + 64]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+            history.append(total / n)
+    return history
 
 
 @CATALOGUE.mistake(
