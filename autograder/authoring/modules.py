@@ -174,3 +174,22 @@ def expect_evaluated(
         "under torch.no_grad() (or torch.inference_mode())",
         mistake=with_gradients,
     )
+
+
+def expect_batches(
+    recorder: Handle, samples: int, batch_size: int, epochs: int, what: str, mistake: Mistake
+) -> None:
+    """Fail unless the model wrapped in `recorder` (the child's `batch_recorder` probe) was fed,
+    in training mode, each epoch's `samples` in ceil(samples / batch_size) mini-batches of at
+    most `batch_size` (any order, the last one smaller)."""
+    sizes = recorder.getattr("sizes")
+    batches = -(-samples // batch_size)
+    ensure(
+        isinstance(sizes, list)
+        and len(sizes) == epochs * batches
+        and all(isinstance(size, int) for size in sizes)
+        and max(sizes) <= batch_size,
+        f"{what} should feed each of the {epochs} epochs' {samples} samples in {batches} "
+        f"mini-batches of at most {batch_size}; the model was fed batches of {sizes}"[:400],
+        mistake=mistake,
+    )

@@ -9,6 +9,7 @@ import pytest
 from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
+from tests.support.cascades import failed_downstream
 
 pytestmark = pytest.mark.ex4
 EXERCISE = "ex4_gqa_analysis"
@@ -25,13 +26,9 @@ DOWNSTREAM = {
 def test_an_upstream_fault_costs_the_functions_built_on_it_nothing(
     mistake_id, tmp_path, shared_sandbox
 ):
-    mistake = catalogue_for(EXERCISE)[mistake_id]
-    notebook = source_notebook(EXERCISE, replace={mistake.target: mistake.source})
-    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
-    checks = list(DOWNSTREAM[mistake.target])
-    report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
-    failed = {c.name: c.message for c in report.checks if not c.passed}
-    assert len(report.checks) == len(checks) and not failed, failed
+    checks = list(DOWNSTREAM[catalogue_for(EXERCISE)[mistake_id].target])
+    failed = failed_downstream(EXERCISE, mistake_id, checks, tmp_path, shared_sandbox)
+    assert not failed, failed
 
 
 def test_the_upstream_fault_is_still_caught_where_it_belongs(tmp_path, shared_sandbox):

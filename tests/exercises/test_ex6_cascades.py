@@ -11,6 +11,7 @@ from autograder.authoring.catalogue import catalogue_for
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 from tests.exercises.test_fake_stubs import checks_of
+from tests.support.cascades import failed_downstream
 
 pytestmark = pytest.mark.ex6
 EXERCISE = "ex6_rope"
@@ -33,12 +34,8 @@ UNSEEN = {"offset_ignored", "odd_head_dim_accepted", "positions_along_the_wrong_
 def test_an_upstream_fault_costs_rope_attention_and_relative_scores_nothing(
     mistake_id, tmp_path, shared_sandbox
 ):
-    mistake = catalogue_for(EXERCISE)[mistake_id]
-    notebook = source_notebook(EXERCISE, replace={mistake.target: mistake.source})
-    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
-    report = grade_notebook(path, only=list(DOWNSTREAM), shared=shared_sandbox.get())
-    failed = {c.name: c.message for c in report.checks if not c.passed}
-    assert len(report.checks) == len(DOWNSTREAM) and not failed, failed
+    failed = failed_downstream(EXERCISE, mistake_id, list(DOWNSTREAM), tmp_path, shared_sandbox)
+    assert not failed, failed
 
 
 NO_ROTATION = "def apply_rope(x, offset=0, base=10000.0):\n    return x.clone()\n"

@@ -23,7 +23,7 @@ from autograder.authoring.expect import (
     matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.authoring.modules import call_evaluating, expect_evaluated
+from autograder.authoring.modules import call_evaluating, expect_batches, expect_evaluated
 from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -562,13 +562,13 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
         f"{[round(v, 6) for v in history]}",
         mistake=named,
     )
-    sizes, batches = recorder.getattr("sizes"), -(-n // batch_size)
-    ensure(
-        isinstance(sizes, list) and len(sizes) == 3 * batches and max(sizes) <= batch_size,
-        f"train_lm(..., epochs=3, batch_size={batch_size}) on {n} windows should feed each epoch "
-        f"in {batches} mini-batches of at most {batch_size} windows; the model was fed batches "
-        f"of {sizes}"[:400],
-        mistake=mistakes["lm_batch_size_ignored"],
+    expect_batches(
+        recorder,
+        n,
+        batch_size,
+        3,
+        f"train_lm(..., epochs=3, batch_size={batch_size})",
+        mistakes["lm_batch_size_ignored"],
     )
 
 

@@ -29,6 +29,7 @@ from autograder.authoring.expect import (
 from autograder.authoring.inputs import distinct_sizes
 from autograder.authoring.modules import (
     call_evaluating,
+    expect_batches,
     expect_evaluated,
     load_into,
     module_output,
@@ -401,8 +402,9 @@ def agrees_with_the_reference(module, name: str, annotations, states) -> bool:
 def on_a_module_that_agrees(judge) -> None:
     """`judge(name)` on the student's MultiplicativeAttention, then, where that fails and the
     module does not agree with the reference on the check's inputs, on their AdditiveAttention.
-    `judge` returns the module and the check's inputs (annotations, states), and raises the
-    verdict as `Judged`."""
+    `judge` raises its verdict as `Judged`, with the module it judged on and the check's inputs
+    (annotations, states); the verdict stands where that module agrees with the reference (the
+    fault is the function's), and the first one stands where neither module does."""
     first: Exception | None = None
     for name in TRAINED_ON:
         try:
@@ -520,14 +522,13 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
         rtol=1e-4,
         mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
     )
-    sizes, n, batch_size = recorder.getattr("sizes"), len(targets), settings["batch_size"]
-    batches = -(-n // batch_size)
-    ensure(
-        isinstance(sizes, list) and len(sizes) == 3 * batches and max(sizes) <= batch_size,
-        f"train_pointer(..., epochs=3, batch_size={batch_size}) on {n} samples should feed each "
-        f"epoch in {batches} mini-batches of at most {batch_size} samples; the module was fed "
-        f"batches of {sizes}"[:400],
-        mistake=mistakes["batch_size_ignored"],
+    expect_batches(
+        recorder,
+        len(targets),
+        settings["batch_size"],
+        3,
+        f"train_pointer(..., epochs=3, batch_size={settings['batch_size']})",
+        mistakes["batch_size_ignored"],
     )
 
 
