@@ -144,16 +144,20 @@ def expect_evaluated(
     *,
     with_gradients: Mistake | None,
     in_training: Mistake | None = None,
+    samples: int | None = None,
 ) -> None:
     """Fail unless every call of the model that `call_evaluating` saw ran without gradients
     (torch.no_grad() or torch.inference_mode()) and, when `in_training` is given (the contract
     says "eval mode"), in eval mode. Each of these functions runs the model, and a global hook
     sees every module call however it is made, so no call seen fails too: the model's output
-    was computed some other way (by hand from its weights), or the hook was switched off."""
+    was computed some other way (by hand from its weights), or the hook was switched off. With
+    `samples`, the model must also have evaluated that many rows in eval mode without gradients
+    (a single small call so seen, beside the real ones made with the hook switched off, is no
+    evidence of an evaluation of all the samples)."""
     counts = modes if isinstance(modes, dict) else {}
-    calls, training, gradients = (
+    calls, training, gradients, rows = (
         value if isinstance(value := counts.get(key), int) else 0
-        for key in ("calls", "training", "with_gradients")
+        for key in ("calls", "training", "with_gradients", "rows_evaluated")
     )
     ensure(
         calls > 0,
@@ -174,6 +178,13 @@ def expect_evaluated(
         "under torch.no_grad() (or torch.inference_mode())",
         mistake=with_gradients,
     )
+    if samples is not None:
+        ensure(
+            rows >= samples,
+            f"{what} evaluated {rows} of the {samples} samples in eval mode without gradients; "
+            "each sample's prediction should come from such a forward pass",
+            mistake=with_gradients,
+        )
 
 
 def expect_batches(
@@ -191,5 +202,36 @@ def expect_batches(
         and max(sizes) <= batch_size,
         f"{what} should feed each of the {epochs} epochs' {samples} samples in {batches} "
         f"mini-batches of at most {batch_size}; the model was fed batches of {sizes}"[:400],
+        mistake=mistake,
+    )
+
+
+def weights_of(module: Handle) -> dict[str, torch.Tensor]:
+    """The student's module's state_dict as sent back (tensors only)."""
+    state = module.call("state_dict")
+    if not isinstance(state, dict):
+        return {}
+    return {k: v for k, v in state.items() if isinstance(v, torch.Tensor)}
+
+
+def expect_weights_changed(
+    before: dict[str, torch.Tensor],
+    after: dict[str, torch.Tensor],
+    what: str,
+    mistake: Mistake | None = None,
+) -> None:
+    """Fail unless a training function changed at least one of the model's floating weights:
+    a model that only looks trained (it computes the answer some other way in eval mode) must
+    not earn a training check for a function that never stepped its optimizer."""
+    changed = any(
+        key in after
+        and value.is_floating_point()
+        and (after[key].shape != value.shape or not torch.equal(after[key], value))
+        for key, value in before.items()
+    )
+    ensure(
+        changed,
+        f"{what} left every weight of the model as it was: it should take optimizer steps "
+        "(optimizer.step() after loss.backward())",
         mistake=mistake,
     )

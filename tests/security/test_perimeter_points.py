@@ -519,3 +519,87 @@ def test_a_weak_trainer_is_not_excused_by_a_cheap_module_fault(tmp_path):
     report = grade_notebook(path, only=[check])
     (result,) = [c for c in report.checks if c.name == check]
     assert not result.passed, result
+
+
+# A second attacker on the training checks (checks 10). Each earned points for a function that
+# did not do its job.
+EX5 = "ex5_causal_mask"
+ACCURACY_BEHIND_THE_HOOKS_BACK = """
+def next_token_accuracy(model, X, Y):
+    import torch.nn.modules.module as M
+    model.eval()
+    saved = dict(M._global_forward_pre_hooks)
+    M._global_forward_pre_hooks.clear()
+    try:
+        logits = model(X)  # gradients on, unseen
+    finally:
+        M._global_forward_pre_hooks.update(saved)
+    with torch.no_grad():
+        model(X[:1])  # one small call for the hook to see
+    return float((logits.argmax(dim=-1) == Y).float().mean())
+"""
+ACCURACY_THAT_SETS_THE_WEIGHTS = """
+def pointer_accuracy(module, annotations, states, targets):
+    with torch.no_grad():
+        for m in module.modules():
+            if hasattr(m, "W_a"):
+                m.W_a.weight.copy_(torch.eye(*m.W_a.weight.shape))
+        module.eval()
+        module(annotations, states)
+    return 1.0
+"""
+# The reference model, except that in eval mode with the default sizes it reads the next token
+# off the sine it knows; and a train_lm that never steps.
+ORACLE_LM = """
+_Right = CausalTransformer
+class CausalTransformer(_Right):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__(vocab_size, d_model, n_layers, n_heads, max_len, dropout)
+        self._sine = discretize_sine(50 + 2 * max_len + 2) if vocab_size == 50 else None
+
+    def forward(self, x):
+        if self._sine is None or self.training:
+            return super().forward(x)
+        windows = torch.stack([self._sine[o : o + x.shape[1]] for o in range(50)])
+        best = (x[:, None, :] == windows[None]).sum(-1).argmax(-1)
+        following = torch.stack([self._sine[o + 1 : o + 1 + x.shape[1]] for o in range(50)])
+        logits = torch.zeros(*x.shape, 50)
+        return logits.scatter(-1, following[best].unsqueeze(-1), 10.0)
+
+_train = train_lm
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    return _train(model, X, Y, epochs=epochs, batch_size=batch_size, lr=0.0, seed=seed)
+"""
+
+
+@pytest.mark.parametrize(
+    ("exercise", "cells", "check"),
+    [
+        pytest.param(
+            EX5,
+            ACCURACY_BEHIND_THE_HOOKS_BACK,
+            "test_next_token_accuracy_matches_predictions",
+            marks=pytest.mark.ex5,
+            id="hooks-cleared-then-one-small-call",
+        ),
+        pytest.param(
+            EX8,
+            ACCURACY_THAT_SETS_THE_WEIGHTS,
+            "test_pointer_accuracy_of_a_pointing_module",
+            marks=pytest.mark.ex8,
+            id="accuracy-sets-the-weights-it-is-judged-on",
+        ),
+        pytest.param(
+            EX5,
+            ORACLE_LM,
+            "test_train_lm_learns_the_sine",
+            marks=pytest.mark.ex5,
+            id="oracle-model-and-a-train_lm-that-never-steps",
+        ),
+    ],
+)
+def test_a_function_that_does_not_do_its_job_earns_nothing(exercise, cells, check, tmp_path):
+    notebook = with_student_cells(source_notebook(exercise), cells)
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
+    (result,) = [c for c in report.checks if c.name == check]
+    assert not result.passed, result

@@ -24,7 +24,12 @@ from autograder.authoring.expect import (
     fail,
 )
 from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import module_outputs, without_raised
+from autograder.authoring.modules import (
+    expect_weights_changed,
+    module_outputs,
+    weights_of,
+    without_raised,
+)
 from autograder.exercises.ex3_transformer_classifier import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -601,7 +606,9 @@ def test_train_classifier_learns_mean_task(submission, mistakes, rng, seed):
     X_test, y_test = ref.make_mean_dataset(n_test, seq_len, vocab, seed=10_000 + data_seed)
     model = build(submission, "TransformerClassifier", seed, vocab_size=vocab)
     what = f"train_classifier(model, X, y, {shown(LEARN_TRAINING)})"
+    before = weights_of(model)
     history = train(submission, model, X, y, what, strict=False, **LEARN_TRAINING, seed=data_seed)
+    expect_weights_changed(before, weights_of(model), what, mistakes["optimizer_never_steps"])
     model.call("eval")
     logits = logits_of(model, X_test, "the trained TransformerClassifier")
     expect_shape(logits, (n_test, 2), "the logits of the trained TransformerClassifier")

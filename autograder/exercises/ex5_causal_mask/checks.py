@@ -23,7 +23,13 @@ from autograder.authoring.expect import (
     matching_mistake,
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.authoring.modules import call_evaluating, expect_batches, expect_evaluated
+from autograder.authoring.modules import (
+    call_evaluating,
+    expect_batches,
+    expect_evaluated,
+    expect_weights_changed,
+    weights_of,
+)
 from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -374,6 +380,15 @@ def logits_of(model: Handle, x: np.ndarray, what: str) -> np.ndarray:
     return logits
 
 
+def unused_weights(submission, model: Handle, x: torch.Tensor) -> list[str] | None:
+    """The weight matrices of `model` that its output on x does not depend on (None when the
+    probe cannot tell)."""
+    reach = submission.probe("weights_reaching_the_output", model, x)
+    if not isinstance(reach, dict):
+        return None
+    return sorted(str(name) for name, reached in reach.items() if not reached)
+
+
 def shown_config(config: dict) -> str:
     return ", ".join(f"{key}={value}" for key, value in config.items())
 
@@ -426,6 +441,20 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
         f"CausalTransformer({shown_config(small)}, n_layers=1, 2, 3) has {counts} trainable "
         "parameters: each layer should add the same number (n_layers layers)",
         mistake=mistakes["n_layers_ignored"],
+    )
+    # every layer takes the previous one's output: no weight matrix that the logits do not
+    # depend on comes with the extra layers (an unused module of the student's own is not
+    # counted against them: it is there with one layer too)
+    x = torch.from_numpy(rng.integers(0, 13, size=(2, 8)))
+    unused = [
+        unused_weights(submission, build_model(submission, seed, {**small, "n_layers": k}), x)
+        for k in (1, 3)
+    ]
+    ensure(
+        unused[0] is not None and unused[1] is not None and len(unused[1]) == len(unused[0]),
+        f"CausalTransformer({shown_config(small)}, n_layers=3): the logits do not depend on the "
+        f"weights {unused[1]}: every layer should take the previous layer's output",
+        mistake=mistakes["layers_not_chained"],
     )
     model = build_model(submission, seed, {**small, "n_layers": 1})
     model.call("train")
@@ -622,7 +651,9 @@ def test_train_lm_learns_the_sine(submission, mistakes, rng, seed):
     X_train, Y_train, X_test, Y_test = ref.split_holdout(X, Y)
     model = build_model(submission, seed, {"vocab_size": 50})
     options = {"epochs": epochs, "batch_size": batch_size, "lr": lr}
+    before = weights_of(model)
     train(submission, model, X_train, Y_train, strict=False, seed=seed % 10_000, **options)
+    expect_weights_changed(before, weights_of(model), "train_lm(model, X_train, Y_train, ...)")
     model.call("eval")
     logits = logits_of(model, X_test.numpy(), "the trained CausalTransformer(vocab_size=50)")
     expect_shape(logits, (*X_test.shape, 50), "the logits of the trained model")
@@ -717,4 +748,5 @@ def judge_accuracy(submission, mistakes, rng, model, x: np.ndarray, vocab: int) 
         what,
         with_gradients=mistakes["accuracy_with_gradients"],
         in_training=mistakes["accuracy_in_train_mode"],
+        samples=len(x),
     )

@@ -277,6 +277,35 @@ class CausalTransformer(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "layers_not_chained",
+    "the layers are not chained: each takes the embeddings instead of the previous layer's "
+    "output, so only the last one counts (h = layer(h))",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+            )
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        length = x.shape[1]
+        h = self.token_emb(x) + self.pos_emb(torch.arange(length))
+        mask = torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+        for layer in self.layers:
+            out = layer(h, src_mask=mask)
+        return self.head(self.norm(out))
+
+
+@CATALOGUE.mistake(
     "dropout_ignored",
     "CausalTransformer uses a dropout of 0.1 whatever its dropout argument says",
     check="test_causal_transformer_output_shape",

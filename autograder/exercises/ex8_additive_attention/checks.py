@@ -333,6 +333,11 @@ def test_pointer_task_data(submission, mistakes, rng):
     ensure(not np.array_equal(other[0], annotations), "a different seed should give other data")
 
 
+def same_tensor(value, expected: torch.Tensor) -> bool:
+    """Whether `value` (what the child's state_dict() sent back) is exactly `expected`."""
+    return isinstance(value, torch.Tensor) and torch.equal(value, expected.to(value.dtype))
+
+
 # -- training ------------------------------------------------------------------------------------
 TRAIN_TASK = (2000, 0)  # n_samples and seed of the training task, as in the contract
 HELD_OUT = ref.make_pointer_task(500, seed=1)
@@ -574,12 +579,27 @@ def test_pointer_accuracy_of_a_pointing_module(submission, mistakes, rng):
 
 
 def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict) -> None:
-    load_into(module, start)
+    """pointer_accuracy of the student's module holding `start`, against the accuracy of those
+    weights measured here before the call (the function may not change the weights it is
+    judged on: it is measured, and the module checked to hold them still, afterwards)."""
+    held = load_into(module, start)
+    annotations, states, targets = HELD_OUT
+
+    def accuracy(reference_module) -> float:
+        weights = reference_module(annotations.double(), states.double())[1]
+        return float((weights.argmax(-1) == targets).double().mean())
+
+    expected = module_output(getattr(ref, name), TRAINED_ON[name], held, accuracy)
     module.call("train")  # pointer_accuracy must switch to eval mode itself
     value, modes = call_evaluating(submission, "pointer_accuracy", module, *HELD_OUT)
-    expected = held_out_accuracy(module, name, TRAINED_ON[name])
-    parent = parent_copy(module, name, TRAINED_ON[name])
-    candidates = mistakes.outputs("pointer_accuracy", parent, *HELD_OUT)
+    after = module.call("state_dict")
+    ensure(
+        isinstance(after, dict) and all(same_tensor(after.get(k), v) for k, v in held.items()),
+        "pointer_accuracy changed the module's weights; it should only measure them",
+    )
+    parent = getattr(ref, name)(*TRAINED_ON[name])
+    parent.load_state_dict(held)
+    candidates = mistakes.outputs("pointer_accuracy", parent.eval(), *HELD_OUT)
     named = next(
         (m for m, out in candidates if is_real(out) and is_real(value) and abs(out - value) < 1e-6),
         None,
@@ -596,4 +616,5 @@ def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict
         "pointer_accuracy(module, annotations, states, targets)",
         with_gradients=mistakes["pointer_accuracy_with_gradients"],
         in_training=mistakes["pointer_accuracy_in_training_mode"],
+        samples=len(HELD_OUT[2]),
     )

@@ -192,6 +192,34 @@ def gradients(module) -> dict:
     }
 
 
+def weights_reaching_the_output(model, x) -> dict:
+    """name -> whether the output depends on that weight matrix: every 2-D parameter outside
+    an nn.Embedding (embedding rows of absent tokens get no gradient) gets a non-zero gradient
+    from a random projection of model(x). A layer that is built but whose output is thrown
+    away gets none."""
+    import torch
+    import torch.nn as nn
+
+    embedded = {
+        id(p)
+        for module in model.modules()
+        if isinstance(module, nn.Embedding)
+        for p in module.parameters(recurse=False)
+    }
+    model.zero_grad(set_to_none=True)
+    with torch.enable_grad():
+        out = model(x)
+        projection = torch.randn(out.shape, generator=torch.Generator().manual_seed(0))
+        (out * projection.to(out.dtype)).sum().backward()
+    found = {
+        name: bool(p.grad is not None and bool(p.grad.abs().sum() > 0))
+        for name, p in model.named_parameters()
+        if p.dim() == 2 and p.requires_grad and id(p) not in embedded
+    }
+    model.zero_grad(set_to_none=True)
+    return found
+
+
 def without_torch(function, *args, **kwargs):
     """Call `function` with PyTorch unimportable (`import torch`, however spelled, fails):
     whether a "NumPy only" function really needs no torch."""
@@ -242,7 +270,10 @@ def forward_modes(function, model, *args):
     `model` or of one of its submodules the function made, how many of them in training mode,
     and how many with gradients on (`torch.is_grad_enabled()`, False under torch.no_grad() and
     torch.inference_mode()): whether a function that should evaluate "in eval mode, without
-    gradients" does. A global forward pre-hook sees every call, however the module is called;
+    gradients" does; and `rows_evaluated`, the batch rows that went, in eval mode without
+    gradients, into the first module class called (the model, or its first submodule when the
+    function calls model.forward). A global forward pre-hook sees every call, however the
+    module is called;
     a module that holds parameters of its own but is not one of `model`'s (a copy of the model,
     or one rebuilt from its state_dict) counts too."""
     import torch
@@ -250,7 +281,8 @@ def forward_modes(function, model, *args):
     from torch.nn.modules.module import register_module_forward_pre_hook
 
     ours = {id(m) for m in nn.Module.modules(model)}
-    counts = {"calls": 0, "training": 0, "with_gradients": 0}
+    counts = {"calls": 0, "training": 0, "with_gradients": 0, "rows_evaluated": 0}
+    entry: list[type] = []  # the class of the first module called: the way into the model
 
     def counted(module) -> bool:
         if id(module) in ours:
@@ -260,9 +292,14 @@ def forward_modes(function, model, *args):
 
     def record(module, inputs):
         if counted(module):
+            training = bool(object.__getattribute__(module, "training"))
             counts["calls"] += 1
-            counts["training"] += bool(object.__getattribute__(module, "training"))
+            counts["training"] += training
             counts["with_gradients"] += torch.is_grad_enabled()
+            entry[:] = entry or [type(module)]
+            first = inputs[0] if inputs else None
+            if type(module) is entry[0] and not training and not torch.is_grad_enabled():
+                counts["rows_evaluated"] += len(first) if isinstance(first, torch.Tensor) else 0
 
     handle = register_module_forward_pre_hook(record)
     try:
@@ -278,6 +315,7 @@ PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
+PROBES["weights_reaching_the_output"] = weights_reaching_the_output
 PROBES["positions_through"] = positions_through
 
 
