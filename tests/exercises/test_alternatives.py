@@ -1,5 +1,7 @@
 """Correct implementations in styles other than the reference's pass the checks that changed
-in checks 3 (4-D masks, reshuffling, the LM loss at lr=0, the LSTM's whole sequence)."""
+in checks 3 (4-D masks, reshuffling, the LM loss at lr=0, the LSTM's whole sequence), and two
+that an independent student found failing in checks 10's first version (a forward that
+reshapes after W_o; a title set on the left of the axes)."""
 
 from __future__ import annotations
 
@@ -105,6 +107,46 @@ def next_token_accuracy(model, X, Y):
     return hits / Y.numel()
 """
 
+# Any leading batch dimensions, flattened in and restored after W_o (with d_model).
+GQA_RESHAPES_AFTER_W_O = """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("d_model % n_heads and n_heads % n_kv_heads must be 0")
+        self.h, self.kv, self.d, self.hd = n_heads, n_kv_heads, d_model, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.hd, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.hd, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        *batch, length, _ = x.shape
+        x = x.reshape(-1, length, self.d)
+        rows, g = x.shape[0], self.h // self.kv
+        q = self.W_q(x).view(rows, length, self.h, self.hd).transpose(1, 2)
+        k = self.W_k(x).view(rows, length, self.kv, self.hd).transpose(1, 2)
+        v = self.W_v(x).view(rows, length, self.kv, self.hd).transpose(1, 2)
+        k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.hd)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        out = (scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(rows, length, self.d)
+        return self.W_o(out).reshape(*batch, length, self.d)
+"""
+PLOT_TITLE_ON_THE_LEFT = """
+def plot_attention(weights, tokens, title=None):
+    figure = Figure(figsize=(6, 5), layout="constrained")
+    axes = figure.subplots()
+    image = axes.imshow(weights)
+    axes.set_xticks(range(len(tokens)), labels=tokens, rotation=45, ha="right")
+    axes.set_yticks(range(len(tokens)), labels=tokens)
+    if title is not None:
+        axes.set_title(title, loc="left")
+    figure.colorbar(image, ax=axes)
+    return figure
+"""
+
 CASES = [
     pytest.param(
         "ex1_numpy_attention",
@@ -141,6 +183,20 @@ CASES = [
         ],
         id="ex5-dataloader-sum-then-divide",
         marks=pytest.mark.ex5,
+    ),
+    pytest.param(
+        "ex4_gqa_analysis",
+        {"GroupedQueryAttention": GQA_RESHAPES_AFTER_W_O},
+        ["test_gqa_report_output_shape_from_forward_pass"],
+        id="ex4-forward-restores-the-batch-dims-after-W_o",
+        marks=pytest.mark.ex4,
+    ),
+    pytest.param(
+        "ex2_attention_heatmap",
+        {"plot_attention": PLOT_TITLE_ON_THE_LEFT},
+        ["test_plot_attention_has_colorbar_and_title"],
+        id="ex2-title-on-the-left",
+        marks=pytest.mark.ex2,
     ),
     pytest.param(
         "ex5_causal_mask",

@@ -494,13 +494,12 @@ def test_gqa_report_output_shape_from_forward_pass(submission, mistakes, rng):
         f"{what}: every output_shape should be {wanted}, got {shapes}",
         mistake=named_by(shapes, candidates, "output_shape"),
     )
-    # Swap the class for a stub that returns one module whose W_o widens the output by 3
-    # features: a shape measured on a forward pass shows the extra width. A report that raises
-    # on the stub (e.g. it asserts a hard-coded shape) has not measured it: it fails too.
+    # Swap the class for a stub that returns one of the student's modules whose output a forward
+    # hook widens by 3 features (its own forward runs as written): a shape measured on a forward
+    # pass shows the extra width. A report that raises on the stub (e.g. it asserts a hard-coded
+    # shape) has not measured it: it fails too.
     widened = (*kwargs["batch_shape"], d_model + 3)
-    module = build(submission, d_model, n_heads, n_heads)
-    nn_module = submission.module_getattr("torch").getattr("nn")
-    module.call("__setattr__", "W_o", nn_module.call("Linear", d_model, d_model + 3, bias=False))
+    module = submission.probe("widened", build(submission, d_model, n_heads, n_heads), 3)
     original = submission.module_getattr("GroupedQueryAttention")
     submission.module_setattr("GroupedQueryAttention", submission.probe("returns", module))
     try:

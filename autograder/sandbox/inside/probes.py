@@ -70,6 +70,7 @@ def figure_summary(figure) -> dict:
                 "xlim": [float(value) for value in axes.get_xlim()],
                 "ylim": [float(value) for value in axes.get_ylim()],
                 "title": axes.get_title(),
+                "titles": [axes.get_title(loc) for loc in ("center", "left", "right")],
                 "xlabel": axes.get_xlabel(),
                 "ylabel": axes.get_ylabel(),
             }
@@ -220,6 +221,16 @@ def weights_reaching_the_output(model, x) -> dict:
     return found
 
 
+def widened(module, extra: int):
+    """`module` with a forward hook that appends `extra` features to its output (the first
+    `extra` repeated): its own forward runs unchanged, and only a shape measured on its output
+    shows the change."""
+    import torch
+
+    module.register_forward_hook(lambda m, i, out: torch.cat([out, out[..., :extra]], dim=-1))
+    return module
+
+
 def without_torch(function, *args, **kwargs):
     """Call `function` with PyTorch unimportable (`import torch`, however spelled, fails):
     whether a "NumPy only" function really needs no torch."""
@@ -315,6 +326,7 @@ PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
+PROBES["widened"] = widened
 PROBES["weights_reaching_the_output"] = weights_reaching_the_output
 PROBES["positions_through"] = positions_through
 
