@@ -187,22 +187,35 @@ def expect_evaluated(
         )
 
 
+def trained_in_batches(
+    submission: Any, name: str, model: Handle, *args: Any, **kwargs: Any
+) -> tuple[Any, Any]:
+    """The student's training function `name` called as name(model, *args, **kwargs) through
+    the `training_batches` probe: (what it returned, the size of every batch the model was fed
+    in training mode)."""
+    function = submission.module_getattr(name)
+    value, sizes = submission.probe("training_batches", function, model, list(args), kwargs)
+    return value, sizes
+
+
 def expect_batches(
-    recorder: Handle, samples: int, batch_size: int, epochs: int, what: str, mistake: Mistake
+    sizes: Any, samples: int, batch_size: int, epochs: int, what: str, mistake: Mistake
 ) -> None:
-    """Fail unless the model wrapped in `recorder` (the child's `batch_recorder` probe) was fed,
-    in training mode, each epoch's `samples` in ceil(samples / batch_size) mini-batches of at
-    most `batch_size` (any order, the last one smaller)."""
-    sizes = recorder.getattr("sizes")
+    """Fail unless the model was fed each epoch's `samples` in batches of at most `batch_size`,
+    at least ceil(samples / batch_size) of them (smaller ones are fine: micro-batches whose
+    gradients are accumulated into one step, a smaller last batch)."""
+    ok = isinstance(sizes, list) and all(isinstance(size, int) for size in sizes)
     batches = -(-samples // batch_size)
     ensure(
-        isinstance(sizes, list)
-        and len(sizes) == epochs * batches
-        and all(isinstance(size, int) for size in sizes)
-        and max(sizes) <= batch_size,
-        f"{what} should feed each of the {epochs} epochs' {samples} samples in {batches} "
-        f"mini-batches of at most {batch_size}; the model was fed batches of {sizes}"[:400],
-        mistake=mistake,
+        ok and sum(sizes) == epochs * samples,
+        f"{what} should feed the model every one of the {samples} samples once per epoch "
+        f"({epochs} epochs); the model was fed batches of {sizes}"[:400],
+    )
+    ensure(
+        max(sizes) <= batch_size and len(sizes) >= epochs * batches,
+        f"{what} should feed each epoch's {samples} samples in mini-batches of at most "
+        f"{batch_size}; the model was fed batches of {sizes}"[:400],
+        mistake=mistake if max(sizes) > batch_size else None,
     )
 
 

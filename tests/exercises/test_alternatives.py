@@ -147,6 +147,199 @@ def plot_attention(weights, tokens, title=None):
     return figure
 """
 
+
+# An independent student's correct styles that checks 10's first version failed: a ReZero
+# model (residual gates initialised to 0), an output head initialised to zero, gradients
+# accumulated over two micro-batches per step, and a training loss from a `scores` helper.
+LM_REZERO = """
+class Block(nn.Module):
+    def __init__(self, d_model, n_heads, dropout):
+        super().__init__()
+        self.n_heads = n_heads
+        self.Wq = nn.Linear(d_model, d_model, bias=False)
+        self.Wk = nn.Linear(d_model, d_model, bias=False)
+        self.Wv = nn.Linear(d_model, d_model, bias=False)
+        self.Wo = nn.Linear(d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
+        )
+        self.dropout = dropout
+        self.alpha = nn.Parameter(torch.zeros(1))  # ReZero
+
+    def forward(self, x):
+        B, T, D = x.shape
+        H = self.n_heads
+        split = lambda t: t.reshape(B, T, H, D // H).permute(0, 2, 1, 3)
+        a = F.scaled_dot_product_attention(
+            split(self.Wq(x)),
+            split(self.Wk(x)),
+            split(self.Wv(x)),
+            is_causal=True,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        x = x + self.alpha * self.Wo(a.permute(0, 2, 1, 3).reshape(B, T, D))
+        return x + self.alpha * self.mlp(x)
+
+
+class CausalTransformer(nn.Module):
+
+    def __init__(
+        self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0
+    ):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(max_len, d_model)
+        blocks = [Block(d_model, n_heads, dropout) for _ in range(n_layers)]
+        self.layers = nn.Sequential(*blocks)
+        self.lm_head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.size(1), device=x.device)
+        h = self.token_embedding(x) + self.position_embedding(positions)
+        return self.lm_head(self.layers(h))
+"""
+LM_ZERO_HEAD = """
+class Block(nn.Module):
+    def __init__(self, d_model, n_heads, dropout):
+        super().__init__()
+        self.n_heads = n_heads
+        self.Wq = nn.Linear(d_model, d_model, bias=False)
+        self.Wk = nn.Linear(d_model, d_model, bias=False)
+        self.Wv = nn.Linear(d_model, d_model, bias=False)
+        self.Wo = nn.Linear(d_model, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
+        )
+        self.dropout = dropout
+        self.alpha = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        B, T, D = x.shape
+        H = self.n_heads
+        split = lambda t: t.reshape(B, T, H, D // H).permute(0, 2, 1, 3)
+        a = F.scaled_dot_product_attention(
+            split(self.Wq(x)),
+            split(self.Wk(x)),
+            split(self.Wv(x)),
+            is_causal=True,
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        x = x + self.alpha * self.Wo(a.permute(0, 2, 1, 3).reshape(B, T, D))
+        return x + self.alpha * self.mlp(x)
+
+
+class CausalTransformer(nn.Module):
+
+    def __init__(
+        self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0
+    ):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab_size, d_model)
+        self.position_embedding = nn.Embedding(max_len, d_model)
+        blocks = [Block(d_model, n_heads, dropout) for _ in range(n_layers)]
+        self.layers = nn.Sequential(*blocks)
+        self.lm_head = nn.Linear(d_model, vocab_size)
+        nn.init.zeros_(self.lm_head.weight)
+        nn.init.zeros_(self.lm_head.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.size(1), device=x.device)
+        h = self.token_embedding(x) + self.position_embedding(positions)
+        return self.lm_head(self.layers(h))
+"""
+TRAIN_LM_MICRO_BATCHES = """
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    n = len(X)
+    history = []
+    for epoch in range(epochs):
+        order = torch.randperm(n, generator=gen)
+        running = 0.0
+        for start in range(0, n, batch_size):
+            batch = order[start:start + batch_size]
+            opt.zero_grad()
+            half = (len(batch) + 1) // 2
+            for micro in (batch[:half], batch[half:]):
+                if len(micro) == 0:
+                    continue
+                logits = model(X[micro])
+                loss = F.cross_entropy(logits.flatten(0, 1), Y[micro].flatten())
+                (loss * len(micro) / len(batch)).backward()
+                running += loss.item() * len(micro)
+            opt.step()
+        history.append(running / n)
+    return history
+"""
+MULTIPLICATIVE_WITH_SCORES = """
+class MultiplicativeAttention(nn.Module):
+
+    def __init__(self, enc_dim: int, dec_dim: int):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+
+    def scores(self, annotations, state):
+        return torch.einsum("bsd,bd->bs", self.W_a(annotations), state)
+
+    def forward(self, annotations, state, mask=None):
+        s = self.scores(annotations, state)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        return torch.einsum("bs,bsd->bd", w, annotations), w
+"""
+ADDITIVE_WITH_SCORES = """
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def scores(self, annotations, state):
+        return self.v(torch.tanh(self.W_h(annotations) + self.W_s(state)[:, None]))[..., 0]
+
+    def forward(self, annotations, state, mask=None):
+        s = self.scores(annotations, state)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(s, dim=-1)
+        return torch.einsum("bs,bsd->bd", w, annotations), w
+"""
+TRAIN_POINTER_ON_SCORES = """
+def train_pointer(
+    module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0
+):
+    from torch.utils.data import DataLoader, TensorDataset
+    torch.manual_seed(seed)
+    loader = DataLoader(
+        TensorDataset(annotations, states, targets),
+        batch_size=batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
+    opt = torch.optim.Adam(module.parameters(), lr=lr)
+    out = []
+    for _ in range(epochs):
+        module.train()
+        total, count = 0.0, 0
+        for a, s, t in loader:
+            logp = F.log_softmax(module.scores(a, s), dim=-1)
+            loss = -logp.gather(1, t[:, None]).mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(t)
+            count += len(t)
+        out.append(total / count)
+    return out
+"""
+
 CASES = [
     pytest.param(
         "ex1_numpy_attention",
@@ -197,6 +390,43 @@ CASES = [
         ["test_plot_attention_has_colorbar_and_title"],
         id="ex2-title-on-the-left",
         marks=pytest.mark.ex2,
+    ),
+    pytest.param(
+        "ex5_causal_mask",
+        {"CausalTransformer": LM_REZERO},
+        ["test_causal_transformer_output_shape", "test_causal_transformer_is_causal"],
+        id="ex5-rezero-gates-at-zero",
+        marks=pytest.mark.ex5,
+    ),
+    pytest.param(
+        "ex5_causal_mask",
+        {"CausalTransformer": LM_ZERO_HEAD},
+        ["test_causal_transformer_output_shape", "test_causal_transformer_is_causal"],
+        id="ex5-output-head-at-zero",
+        marks=pytest.mark.ex5,
+    ),
+    pytest.param(
+        "ex5_causal_mask",
+        {"train_lm": TRAIN_LM_MICRO_BATCHES},
+        ["test_train_lm_reports_sample_weighted_loss", "test_train_lm_learns_the_sine"],
+        id="ex5-micro-batches-accumulated",
+        marks=pytest.mark.ex5,
+    ),
+    pytest.param(
+        "ex8_additive_attention",
+        {
+            "MultiplicativeAttention": MULTIPLICATIVE_WITH_SCORES,
+            "AdditiveAttention": ADDITIVE_WITH_SCORES,
+            "train_pointer": TRAIN_POINTER_ON_SCORES,
+        },
+        [
+            "test_train_pointer_learns_the_task_with_multiplicative",
+            "test_train_pointer_learns_the_task_with_additive",
+            "test_train_pointer_reports_the_sample_weighted_loss",
+            "test_train_pointer_is_deterministic_for_a_seed",
+        ],
+        id="ex8-loss-from-a-scores-helper",
+        marks=pytest.mark.ex8,
     ),
     pytest.param(
         "ex5_causal_mask",

@@ -28,6 +28,7 @@ from autograder.authoring.modules import (
     expect_batches,
     expect_evaluated,
     expect_weights_changed,
+    trained_in_batches,
     weights_of,
 )
 from autograder.exercises.ex5_causal_mask import reference as ref
@@ -369,6 +370,14 @@ def build_model(submission, seed: int, config: dict) -> Handle:
     return model
 
 
+def built_and_perturbed(submission, seed: int, config: dict) -> Handle:
+    """A fresh CausalTransformer with every parameter moved by a little noise (the `perturbed`
+    probe): an initialisation that hides a dependence (a residual gate or an output head
+    initialised to zero, a correct choice) then shows it, and a structure that ignores
+    something still ignores it."""
+    return submission.probe("perturbed", build_model(submission, seed, config))
+
+
 def logits_of(model: Handle, x: np.ndarray, what: str) -> np.ndarray:
     logits = as_array(model(torch.from_numpy(x)), f"the output of {what}", allow=("tensor",))
     ensure(
@@ -412,9 +421,10 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     for kwargs, rows, steps in cases:
         what = f"CausalTransformer({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
         vocab = kwargs.get("vocab_size", 50)
-        model = build_model(submission, seed, kwargs)
+        model = built_and_perturbed(submission, seed, kwargs)
         model.call("eval")
         x = rng.integers(0, vocab, size=(rows, steps))
+        x[:, -1] = rng.permutation(vocab)[:rows]  # the last tokens differ
         try:
             logits = logits_of(model, x, f"{what} on x of shape {x.shape}")
         except StudentError as error:
@@ -447,7 +457,9 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     # counted against them: it is there with one layer too)
     x = torch.from_numpy(rng.integers(0, 13, size=(2, 8)))
     unused = [
-        unused_weights(submission, build_model(submission, seed, {**small, "n_layers": k}), x)
+        unused_weights(
+            submission, built_and_perturbed(submission, seed, {**small, "n_layers": k}), x
+        )
         for k in (1, 3)
     ]
     ensure(
@@ -477,7 +489,7 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
 def test_causal_transformer_is_causal(submission, mistakes, rng, seed):
     batch, length, config = model_case(rng)
     vocab = config["vocab_size"]
-    model = build_model(submission, seed, config)
+    model = built_and_perturbed(submission, seed, config)
     model.call("eval")
     what = f"CausalTransformer(vocab_size={vocab}, ...) on x of shape ({batch}, {length})"
     x = rng.integers(0, vocab, size=(batch, length))
@@ -513,12 +525,20 @@ def diagnose_leak(submission, mistakes, t: int, length: int):
 
 
 # -- train_lm and next_token_accuracy ----------------------------------------------------------
-def train(submission, model: Handle, X, Y, *, strict: bool = True, **options) -> list[float]:
+def train(
+    submission, model: Handle, X, Y, *, strict: bool = True, batches: list | None = None, **options
+) -> list[float]:
     """The history of train_lm(model, X, Y, **options) in the child, checked for its form (not
-    `strict`: 0-d tensors count as numbers; the form's checks deduct that slip once)."""
+    `strict`: 0-d tensors count as numbers; the form's checks deduct that slip once). With a
+    `batches` list, the call goes through the `training_batches` probe and the sizes of the
+    batches the model was fed are added to it."""
     shown = ", ".join(f"{key}={value}" for key, value in options.items() if key != "seed")
     what = f"train_lm(model, X, Y, {shown}, seed=...)"
-    value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
+    if batches is None:
+        value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
+    else:
+        value, sizes = trained_in_batches(submission, "train_lm", model, X, Y, **options)
+        batches.extend(sizes if isinstance(sizes, list) else [None])
     if not strict and isinstance(value, list):
         value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = options["epochs"]
@@ -573,8 +593,10 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
     X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
     weights, fresh = lm_linear_model(submission, rng, vocab)
     options = {"epochs": 3, "batch_size": batch_size, "lr": 0.0, "seed": int(rng.integers(99))}
-    recorder = submission.probe("batch_recorder", fresh())  # the batches it is fed
-    history = train(submission, recorder, torch.from_numpy(X), torch.from_numpy(Y), **options)
+    sizes: list = []  # the batches the model is fed
+    history = train(
+        submission, fresh(), torch.from_numpy(X), torch.from_numpy(Y), batches=sizes, **options
+    )
     losses = position_losses(weights, X, Y)
     expected, last = float(losses.mean()), float(losses[:, -1].mean())
     named = None
@@ -592,7 +614,7 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
         mistake=named,
     )
     expect_batches(
-        recorder,
+        sizes,
         n,
         batch_size,
         3,
@@ -681,7 +703,7 @@ def lm_accumulates_gradients(submission, rng) -> bool:
     X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
     weights, fresh = lm_linear_model(submission, rng, vocab)
     model = fresh()
-    options = {"epochs": 1, "batch_size": batch_size, "lr": 0.0, "seed": 0}
+    options: dict = {"epochs": 1, "batch_size": batch_size, "lr": 0.0, "seed": 0}
     try:
         train(submission, model, torch.from_numpy(X), torch.from_numpy(Y), strict=False, **options)
         grads = submission.probe("gradients", model)

@@ -34,6 +34,7 @@ from autograder.authoring.modules import (
     load_into,
     module_output,
     module_outputs,
+    trained_in_batches,
 )
 from autograder.authoring.upstream import UNUSABLE, set_aside
 from autograder.core.errors import CheckFailed, StudentError
@@ -503,8 +504,7 @@ def test_train_pointer_reports_the_sample_weighted_loss(submission, mistakes, rn
 def expect_losses(submission, mistakes, module, name, small, task, settings) -> None:
     annotations, states, targets = task
     weights = load_into(module, small)
-    recorder = submission.probe("batch_recorder", module)
-    history = submission.call("train_pointer", recorder, *task, **settings)
+    history, sizes = trained_in_batches(submission, "train_pointer", module, *task, **settings)
     parent = getattr(ref, name)(*TRAINED_ON[name])
     parent.load_state_dict(weights)
     candidates = mistakes.outputs("train_pointer", parent, *task, **settings)
@@ -528,7 +528,7 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
         mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
     )
     expect_batches(
-        recorder,
+        sizes,
         len(targets),
         settings["batch_size"],
         3,

@@ -147,8 +147,7 @@ PROBES: dict[str, Callable[..., Any]] = {
 
 def batch_recorder(model):
     """`model` wrapped in an nn.Module that records the rows of every input it sees in training
-    mode (as lists of ints), in `seen`, and the size of each of those batches, in `sizes`: how a
-    training loop batches and shuffles its data."""
+    mode (as lists of ints), in `seen`: how a training loop batches and shuffles its data."""
     import torch.nn as nn
 
     class BatchRecorder(nn.Module):
@@ -156,12 +155,10 @@ def batch_recorder(model):
             super().__init__()
             self.inner = inner
             self.seen = []
-            self.sizes = []
 
         def forward(self, x, *args, **kwargs):
             if self.training:
                 self.seen.extend(x.detach().reshape(len(x), -1).tolist())
-                self.sizes.append(len(x))
             return self.inner(x, *args, **kwargs)
 
     return BatchRecorder(model)
@@ -229,6 +226,51 @@ def widened(module, extra: int):
 
     module.register_forward_hook(lambda m, i, out: torch.cat([out, out[..., :extra]], dim=-1))
     return module
+
+
+def perturbed(model, seed: int = 0):
+    """`model` itself, every floating parameter moved by a little noise (std 0.05): a model
+    whose initialisation hides a dependence (a gate or an output head initialised to zero)
+    shows it, and a structure that ignores something still ignores it."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.is_floating_point():
+                noise = torch.randn(parameter.shape, generator=generator)
+                parameter.add_(0.05 * noise.to(parameter.dtype))
+    return model
+
+
+def training_batches(function, model, args, kwargs):
+    """[function(model, *args, **kwargs), sizes]: the batch size (first axis of the first input)
+    of every training-mode call of the first of `model`'s modules the function called (the
+    model itself, or its first submodule when the function calls model.forward or a helper
+    method): how a training loop batches its data. A global forward pre-hook sees every call;
+    the function is handed the model itself, not a wrapper."""
+    import torch
+    import torch.nn as nn
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    ours = {id(m) for m in nn.Module.modules(model)}
+    entry: list[int] = []
+    sizes: list[int] = []
+
+    def record(module, inputs):
+        if id(module) not in ours:
+            return
+        entry[:] = entry or [id(module)]
+        if id(module) == entry[0] and bool(object.__getattribute__(module, "training")):
+            first = inputs[0] if inputs else None
+            sizes.append(len(first) if isinstance(first, torch.Tensor) and first.dim() else 0)
+
+    handle = register_module_forward_pre_hook(record)
+    try:
+        result = function(model, *args, **dict(kwargs))
+    finally:
+        handle.remove()
+    return [result, list(sizes)]
 
 
 def without_torch(function, *args, **kwargs):
@@ -326,6 +368,8 @@ PROBES["uniform_attention_class"] = uniform_attention_class
 PROBES["batch_recorder"] = batch_recorder
 PROBES["without_torch"] = without_torch
 PROBES["gradients"] = gradients
+PROBES["perturbed"] = perturbed
+PROBES["training_batches"] = training_batches
 PROBES["widened"] = widened
 PROBES["weights_reaching_the_output"] = weights_reaching_the_output
 PROBES["positions_through"] = positions_through
