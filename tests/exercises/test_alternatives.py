@@ -200,57 +200,14 @@ class CausalTransformer(nn.Module):
         h = self.token_embedding(x) + self.position_embedding(positions)
         return self.lm_head(self.layers(h))
 """
-LM_ZERO_HEAD = """
-class Block(nn.Module):
-    def __init__(self, d_model, n_heads, dropout):
-        super().__init__()
-        self.n_heads = n_heads
-        self.Wq = nn.Linear(d_model, d_model, bias=False)
-        self.Wk = nn.Linear(d_model, d_model, bias=False)
-        self.Wv = nn.Linear(d_model, d_model, bias=False)
-        self.Wo = nn.Linear(d_model, d_model)
-        self.norm1 = nn.LayerNorm(d_model)
-        self.norm2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(
-            nn.Linear(d_model, 2 * d_model), nn.ReLU(), nn.Linear(2 * d_model, d_model)
-        )
-        self.dropout = dropout
-        self.alpha = nn.Parameter(torch.ones(1))
-
-    def forward(self, x):
-        B, T, D = x.shape
-        H = self.n_heads
-        split = lambda t: t.reshape(B, T, H, D // H).permute(0, 2, 1, 3)
-        a = F.scaled_dot_product_attention(
-            split(self.Wq(x)),
-            split(self.Wk(x)),
-            split(self.Wv(x)),
-            is_causal=True,
-            dropout_p=self.dropout if self.training else 0.0,
-        )
-        x = x + self.alpha * self.Wo(a.permute(0, 2, 1, 3).reshape(B, T, D))
-        return x + self.alpha * self.mlp(x)
-
-
-class CausalTransformer(nn.Module):
-
-    def __init__(
-        self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0
-    ):
-        super().__init__()
-        self.token_embedding = nn.Embedding(vocab_size, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
-        blocks = [Block(d_model, n_heads, dropout) for _ in range(n_layers)]
-        self.layers = nn.Sequential(*blocks)
-        self.lm_head = nn.Linear(d_model, vocab_size)
-        nn.init.zeros_(self.lm_head.weight)
-        nn.init.zeros_(self.lm_head.bias)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(x.size(1), device=x.device)
-        h = self.token_embedding(x) + self.position_embedding(positions)
-        return self.lm_head(self.layers(h))
-"""
+# The same blocks with their gates at 1, and the output head initialised to zero instead.
+LM_ZERO_HEAD = LM_REZERO.replace("torch.zeros(1))  # ReZero", "torch.ones(1))").replace(
+    "        self.lm_head = nn.Linear(d_model, vocab_size)\n",
+    "        self.lm_head = nn.Linear(d_model, vocab_size)\n"
+    "        nn.init.zeros_(self.lm_head.weight)\n"
+    "        nn.init.zeros_(self.lm_head.bias)\n",
+)
+assert "ReZero" not in LM_ZERO_HEAD and "zeros_(self.lm_head.bias)" in LM_ZERO_HEAD
 TRAIN_LM_MICRO_BATCHES = """
 def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
     gen = torch.Generator().manual_seed(seed)
