@@ -219,6 +219,14 @@ def expect_batches(
     )
 
 
+def trainable_parameters(submission: Any, module: Handle) -> int | None:
+    """The trainable parameter count of the student's module (the `module_summary` probe; None
+    where it gives no count)."""
+    summary = submission.probe("module_summary", module)
+    count = summary.get("trainable_parameters") if isinstance(summary, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
 def weights_of(module: Handle) -> dict[str, torch.Tensor]:
     """The student's module's state_dict as sent back (tensors only)."""
     state = module.call("state_dict")

@@ -27,6 +27,7 @@ from autograder.authoring.inputs import distinct_sizes
 from autograder.authoring.modules import (
     expect_weights_changed,
     module_outputs,
+    trainable_parameters,
     weights_of,
     without_raised,
 )
@@ -227,8 +228,7 @@ def test_positional_encoding_forward_adds(submission, mistakes, rng):
     what = f"PositionalEncoding({d_model}) on x of shape {tuple(x.shape)}: x + PE[:{length}]"
     expect_encoding(submission, mistakes, (d_model,), x, f"{what} (no scaling, no dropout)")
     # PE is fixed by the formula: a trainable table would drift from it during training
-    summary = submission.probe("module_summary", submission.call("PositionalEncoding", d_model))
-    trainable = summary.get("trainable_parameters") if isinstance(summary, dict) else None
+    trainable = trainable_parameters(submission, submission.call("PositionalEncoding", d_model))
     ensure(
         trainable == 0,
         f"PositionalEncoding({d_model}) should have no trainable parameters (PE is fixed by the "

@@ -18,7 +18,6 @@ from autograder.authoring.expect import (
     expect_shape,
     expect_tuple,
     fail,
-    is_int,
     is_real,
     matching_mistake,
 )
@@ -28,6 +27,7 @@ from autograder.authoring.modules import (
     expect_batches,
     expect_evaluated,
     expect_weights_changed,
+    trainable_parameters,
     trained_in_batches,
     weights_of,
 )
@@ -402,12 +402,6 @@ def shown_config(config: dict) -> str:
     return ", ".join(f"{key}={value}" for key, value in config.items())
 
 
-def trainable_parameters(submission, seed: int, config: dict) -> int | None:
-    summary = submission.probe("module_summary", build_model(submission, seed, config))
-    count = summary.get("trainable_parameters") if isinstance(summary, dict) else None
-    return count if is_int(count) else None
-
-
 @check(points=0.5, grade_id="check_causal_transformer")
 def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     """The logits' shape for several configurations, and a model built as its arguments say:
@@ -444,7 +438,10 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
         )
     # d_model 10 with 2 heads: a model that hard-codes 4 heads cannot be built
     small = {"vocab_size": 13, "d_model": 10, "n_heads": 2, "max_len": 16}
-    counts = [trainable_parameters(submission, seed, {**small, "n_layers": k}) for k in (1, 2, 3)]
+    counts = [
+        trainable_parameters(submission, build_model(submission, seed, {**small, "n_layers": k}))
+        for k in (1, 2, 3)
+    ]
     steps = [b - a for a, b in itertools.pairwise(counts) if a is not None and b is not None]
     ensure(
         len(steps) == 2 and steps[0] == steps[1] > 0,
@@ -525,20 +522,17 @@ def diagnose_leak(submission, mistakes, t: int, length: int):
 
 
 # -- train_lm and next_token_accuracy ----------------------------------------------------------
-def train(
-    submission, model: Handle, X, Y, *, strict: bool = True, batches: list | None = None, **options
-) -> list[float]:
+def train(submission, model: Handle, X, Y, *, strict: bool = True, **options) -> list[float]:
     """The history of train_lm(model, X, Y, **options) in the child, checked for its form (not
-    `strict`: 0-d tensors count as numbers; the form's checks deduct that slip once). With a
-    `batches` list, the call goes through the `training_batches` probe and the sizes of the
-    batches the model was fed are added to it."""
-    shown = ", ".join(f"{key}={value}" for key, value in options.items() if key != "seed")
+    `strict`: 0-d tensors count as numbers; the form's checks deduct that slip once)."""
+    value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
+    return checked_history(value, options, strict=strict)
+
+
+def checked_history(value, options: dict, *, strict: bool = True) -> list[float]:
+    """What train_lm(model, X, Y, **options) returned, checked to be one loss per epoch."""
+    shown = ", ".join(f"{key}={setting}" for key, setting in options.items() if key != "seed")
     what = f"train_lm(model, X, Y, {shown}, seed=...)"
-    if batches is None:
-        value = submission.call("train_lm", model, X, Y, timeout=TRAIN_TIMEOUT, **options)
-    else:
-        value, sizes = trained_in_batches(submission, "train_lm", model, X, Y, **options)
-        batches.extend(sizes if isinstance(sizes, list) else [None])
     if not strict and isinstance(value, list):
         value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
     epochs = options["epochs"]
@@ -593,10 +587,9 @@ def test_train_lm_reports_sample_weighted_loss(submission, mistakes, rng):
     X, Y = rng.integers(0, vocab, size=(n, length)), rng.integers(0, vocab, size=(n, length))
     weights, fresh = lm_linear_model(submission, rng, vocab)
     options = {"epochs": 3, "batch_size": batch_size, "lr": 0.0, "seed": int(rng.integers(99))}
-    sizes: list = []  # the batches the model is fed
-    history = train(
-        submission, fresh(), torch.from_numpy(X), torch.from_numpy(Y), batches=sizes, **options
-    )
+    data = torch.from_numpy(X), torch.from_numpy(Y)
+    value, sizes = trained_in_batches(submission, "train_lm", fresh(), *data, **options)
+    history = checked_history(value, options)
     losses = position_losses(weights, X, Y)
     expected, last = float(losses.mean()), float(losses[:, -1].mean())
     named = None

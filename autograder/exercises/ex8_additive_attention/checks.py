@@ -35,6 +35,7 @@ from autograder.authoring.modules import (
     module_output,
     module_outputs,
     trained_in_batches,
+    weights_of,
 )
 from autograder.authoring.upstream import UNUSABLE, set_aside
 from autograder.core.errors import CheckFailed, StudentError
@@ -368,13 +369,18 @@ def parent_copy(module, name: str, args: tuple) -> torch.nn.Module:
     return copy.eval()
 
 
+def pointing_accuracy(reference_module) -> float:
+    """The held-out accuracy of a reference module: the fraction of samples whose largest
+    weight is on the target (in float64)."""
+    annotations, states, targets = HELD_OUT
+    weights = reference_module(annotations.double(), states.double())[1]
+    return float((weights.argmax(-1) == targets).double().mean())
+
+
 def held_out_accuracy(module, name: str, args: tuple) -> float:
     """The accuracy of the student's trained weights, measured here by the reference class."""
-    annotations, states, targets = HELD_OUT
     with torch.no_grad():
-        copy = parent_copy(module, name, args).double()
-        weights = copy(annotations.double(), states.double())[1]
-    return float((weights.argmax(-1) == targets).double().mean())
+        return pointing_accuracy(parent_copy(module, name, args).double())
 
 
 # One fault, charged once. A student's module is trusted only on inputs where it gives the
@@ -405,31 +411,24 @@ def agrees_with_the_reference(module, name: str, annotations, states) -> bool:
     return weights.shape == expected.shape and close(weights, expected, atol=ATOL, rtol=RTOL)
 
 
-def on_a_module_that_agrees(judge) -> None:
-    """`judge(name)` on the student's MultiplicativeAttention, then, where that fails and the
-    module does not agree with the reference on the check's inputs, on their AdditiveAttention.
-    `judge` raises its verdict as `Judged`, with the module it judged on and the check's inputs
-    (annotations, states); the verdict stands where that module agrees with the reference (the
-    fault is the function's), and the first one stands where neither module does."""
+def on_a_module_that_agrees(submission, expect, inputs: tuple) -> None:
+    """`expect(module, name)` on a new MultiplicativeAttention of the student's, then, where that
+    fails and the module does not agree with the reference on the check's `inputs`
+    (annotations, states), on a new AdditiveAttention of theirs. The verdict stands where the
+    module agrees with the reference (the fault is the function's), and the first one stands
+    where neither module does."""
     first: Exception | None = None
     for name in TRAINED_ON:
+        module = submission.call(name, *TRAINED_ON[name])
         try:
-            judge(name)
+            expect(module, name)
             return
-        except Judged as judged:
-            if agrees_with_the_reference(judged.module, name, *judged.inputs):
-                raise judged.verdict from None
-            first = first or judged.verdict
+        except (CheckFailed, StudentError) as verdict:
+            if agrees_with_the_reference(module, name, *inputs):
+                raise
+            first = first or verdict
     assert first is not None
     raise first
-
-
-class Judged(Exception):
-    """A verdict on a student's function, with the module and inputs it was judged on."""
-
-    def __init__(self, verdict: Exception, module, inputs: tuple):
-        super().__init__(str(verdict))
-        self.verdict, self.module, self.inputs = verdict, module, inputs
 
 
 def reaches_threshold(submission, name: str, seed: int) -> bool:
@@ -491,14 +490,10 @@ def test_train_pointer_reports_the_sample_weighted_loss(submission, mistakes, rn
         for name in TRAINED_ON
     }
 
-    def judge(name: str) -> None:
-        module = submission.call(name, *TRAINED_ON[name])
-        try:
-            expect_losses(submission, mistakes, module, name, small[name], task, settings)
-        except (CheckFailed, StudentError) as verdict:
-            raise Judged(verdict, module, task[:2]) from None
+    def expect(module, name: str) -> None:
+        expect_losses(submission, mistakes, module, name, small[name], task, settings)
 
-    on_a_module_that_agrees(judge)
+    on_a_module_that_agrees(submission, expect, task[:2])
 
 
 def expect_losses(submission, mistakes, module, name, small, task, settings) -> None:
@@ -568,14 +563,10 @@ def test_pointer_accuracy_of_a_pointing_module(submission, mistakes, rng):
         "AdditiveAttention": seeded_weights(rng, "AdditiveAttention", 16, 16, 64),
     }
 
-    def judge(name: str) -> None:
-        module = submission.call(name, *TRAINED_ON[name])
-        try:
-            expect_pointer_accuracy(submission, mistakes, module, name, start[name])
-        except (CheckFailed, StudentError) as verdict:
-            raise Judged(verdict, module, HELD_OUT[:2]) from None
+    def expect(module, name: str) -> None:
+        expect_pointer_accuracy(submission, mistakes, module, name, start[name])
 
-    on_a_module_that_agrees(judge)
+    on_a_module_that_agrees(submission, expect, HELD_OUT[:2])
 
 
 def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict) -> None:
@@ -583,18 +574,12 @@ def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict
     weights measured here before the call (the function may not change the weights it is
     judged on: it is measured, and the module checked to hold them still, afterwards)."""
     held = load_into(module, start)
-    annotations, states, targets = HELD_OUT
-
-    def accuracy(reference_module) -> float:
-        weights = reference_module(annotations.double(), states.double())[1]
-        return float((weights.argmax(-1) == targets).double().mean())
-
-    expected = module_output(getattr(ref, name), TRAINED_ON[name], held, accuracy)
+    expected = module_output(getattr(ref, name), TRAINED_ON[name], held, pointing_accuracy)
     module.call("train")  # pointer_accuracy must switch to eval mode itself
     value, modes = call_evaluating(submission, "pointer_accuracy", module, *HELD_OUT)
-    after = module.call("state_dict")
+    after = weights_of(module)
     ensure(
-        isinstance(after, dict) and all(same_tensor(after.get(k), v) for k, v in held.items()),
+        all(same_tensor(after.get(k), v) for k, v in held.items()),
         "pointer_accuracy changed the module's weights; it should only measure them",
     )
     parent = getattr(ref, name)(*TRAINED_ON[name])

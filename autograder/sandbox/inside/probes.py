@@ -190,6 +190,15 @@ def gradients(module) -> dict:
     }
 
 
+def _batch_rows(inputs: tuple) -> int:
+    """The batch size of a module call: the first axis of its first input (0 where that is not
+    a tensor with an axis)."""
+    import torch
+
+    first = inputs[0] if inputs else None
+    return len(first) if isinstance(first, torch.Tensor) and first.dim() else 0
+
+
 def weights_reaching_the_output(model, x) -> dict:
     """name -> whether the output depends on that weight matrix: every 2-D parameter outside
     an nn.Embedding (embedding rows of absent tokens get no gradient) gets a non-zero gradient
@@ -249,7 +258,6 @@ def training_batches(function, model, args, kwargs):
     model itself, or its first submodule when the function calls model.forward or a helper
     method): how a training loop batches its data. A global forward pre-hook sees every call;
     the function is handed the model itself, not a wrapper."""
-    import torch
     import torch.nn as nn
     from torch.nn.modules.module import register_module_forward_pre_hook
 
@@ -262,8 +270,7 @@ def training_batches(function, model, args, kwargs):
             return
         entry[:] = entry or [id(module)]
         if id(module) == entry[0] and bool(object.__getattribute__(module, "training")):
-            first = inputs[0] if inputs else None
-            sizes.append(len(first) if isinstance(first, torch.Tensor) and first.dim() else 0)
+            sizes.append(_batch_rows(inputs))
 
     handle = register_module_forward_pre_hook(record)
     try:
@@ -350,9 +357,8 @@ def forward_modes(function, model, *args):
             counts["training"] += training
             counts["with_gradients"] += torch.is_grad_enabled()
             entry[:] = entry or [type(module)]
-            first = inputs[0] if inputs else None
             if type(module) is entry[0] and not training and not torch.is_grad_enabled():
-                counts["rows_evaluated"] += len(first) if isinstance(first, torch.Tensor) else 0
+                counts["rows_evaluated"] += _batch_rows(inputs)
 
     handle = register_module_forward_pre_hook(record)
     try:
