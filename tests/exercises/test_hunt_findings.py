@@ -37,3 +37,15 @@ def test_the_reference_passes_the_eval_mode_check_for_the_student_it_failed(
     for student in ("student85", "student279"):
         report = grade_notebook(path, student=student, only=[check], shared=shared_sandbox.get())
         assert all(c.passed for c in report.checks), (student, report.checks)
+
+
+def test_every_student_draws_a_head_count_that_shows_a_hard_coded_four():
+    """ex2's sentence_attention with num_heads hard-coded to 4 kept its points for the students
+    whose drawn head count was 4 (about 1 in 6): no draw is 4 now, and every draw builds with
+    4 heads too, so the mistake's weights (not an exception) name it."""
+    from autograder.exercises.ex2_attention_heatmap.checks import sentence_sizes
+
+    for seed in range(2000):
+        length, heads, d_model = sentence_sizes(np.random.default_rng(seed))
+        assert heads != 4 and d_model % heads == 0 and d_model % 4 == 0, seed
+        assert len({length, heads, d_model}) == 3, seed

@@ -100,22 +100,30 @@ def test_softmax_matches_reference(submission, mistakes, rng):
     requires=("test_softmax_matches_reference",),
 )
 def test_softmax_stable_for_large_logits(submission, mistakes, rng):
+    """Two inputs of magnitude 1e4: rows sharing one maximum (only a softmax that never
+    subtracts a maximum overflows there), then rows whose maxima lie thousands apart (a softmax
+    that subtracts the whole array's maximum underflows to 0/0 in the lower rows)."""
     logits = rng.normal(scale=1e4, size=(4, 6))
     logits[0] = [1e4, -1e4, 0.0, 5e3, 1e4 - 1, -5e3]
-    (value, warned) = submission.call_recording_warnings("softmax", logits)
-    observed = as_array(value, "softmax of large logits", allow=("ndarray",))
-    unstable = mistakes["unstable_softmax"]
-    ensure(
-        observed.shape == logits.shape and bool(np.all(np.isfinite(observed))),
-        "softmax of logits of magnitude 1e4 should be finite",
-        mistake=unstable,
-    )
-    ensure(
-        not warned,
-        f"softmax of large logits raised a warning: {warned[0]}" if warned else "",
-        mistake=unstable,
-    )
-    expect_close(observed, ref.softmax(logits), "softmax of large logits", atol=1e-10)
+    logits[1] -= logits[1].max() + 5e3  # its maximum, -5e3, is 1.5e4 or more below row 0's
+    shared_peak = logits - logits.max(axis=-1, keepdims=True) + 1e4
+    for x, mistake in (
+        (shared_peak, mistakes["unstable_softmax"]),
+        (logits, mistakes["softmax_global_max"]),
+    ):
+        (value, warned) = submission.call_recording_warnings("softmax", x)
+        observed = as_array(value, "softmax of large logits", allow=("ndarray",))
+        ensure(
+            observed.shape == x.shape and bool(np.all(np.isfinite(observed))),
+            "softmax of logits of magnitude 1e4 should be finite",
+            mistake=mistake,
+        )
+        ensure(
+            not warned,
+            f"softmax of large logits raised a warning: {warned[0]}" if warned else "",
+            mistake=mistake,
+        )
+        expect_close(observed, ref.softmax(x), "softmax of large logits", atol=1e-10)
 
 
 def expect_attention(answer, expected, what: str) -> None:

@@ -41,6 +41,17 @@ def softmax(x, axis=-1):
 
 
 @CATALOGUE.mistake(
+    "softmax_global_max",
+    "the softmax subtracts the maximum of the whole array, not of each slice along `axis`: a "
+    "slice whose own maximum lies far below it underflows to 0/0",
+    check="test_softmax_stable_for_large_logits",
+)
+def softmax(x, axis=-1):
+    exps = np.exp(x - np.max(x))
+    return exps / np.sum(exps, axis=axis, keepdims=True)
+
+
+@CATALOGUE.mistake(
     "softmax_ignores_axis",
     "the softmax always normalises the last axis and ignores `axis`",
     check="test_softmax_matches_reference",

@@ -1,5 +1,6 @@
 """Hidden checks of ex2_attention_heatmap (8 points)."""
 
+import math
 import string
 
 import numpy as np
@@ -254,11 +255,13 @@ def test_mha_bool_mask_blocks_positions(submission, mistakes, rng):
 
 # -- sentence_attention ------------------------------------------------------------------------
 def sentence_sizes(rng) -> tuple[int, int, int]:
-    """(L, num_heads, d_model), all different."""
+    """(L, num_heads, d_model), all different; num_heads is never the default 4 (a hard-coded 4
+    would pass for some students only), and d_model is a multiple of 4 as well as of num_heads
+    (so that a hard-coded 4 builds, and its weights name the mistake instead of raising)."""
     while True:
         length, heads = distinct_sizes(rng, 2, 3, 9)
-        d_model = heads * int(rng.integers(2, 5))
-        if d_model not in (length, heads):
+        d_model = math.lcm(heads, 4) * int(rng.integers(1, 3))
+        if heads != 4 and d_model not in (length, heads):
             return length, heads, d_model
 
 
@@ -320,8 +323,11 @@ def test_sentence_attention_shapes_and_rows(submission, mistakes, rng, seed):
     for kwargs, shape in zip(cases, ((heads, length, length), (4, length, length)), strict=True):
         _, weights = sentence_weights(submission, sentence, **kwargs)
         what = f"the weights of sentence_attention({sentence!r}, {kwargs})"
-        keeps_batch = mistakes["sentence_keeps_batch_dim"] if weights.shape == (1, *shape) else None
-        expect_shape(weights, shape, what, mistake=keeps_batch)
+        named = {
+            (1, *shape): mistakes["sentence_keeps_batch_dim"],
+            (4, *shape[1:]): mistakes["sentence_ignores_num_heads"],
+        }
+        expect_shape(weights, shape, what, mistake=named.get(weights.shape))
         expect_rows_sum_to_one(weights, what)
 
 

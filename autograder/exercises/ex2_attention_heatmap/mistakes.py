@@ -416,6 +416,23 @@ def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
 
 
 @CATALOGUE.mistake(
+    "sentence_ignores_num_heads",
+    "the attention module was built with 4 heads whatever `num_heads` was asked for",
+    check="test_sentence_attention_shapes_and_rows",
+)
+def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
+    tokens = tokenize(sentence)
+    vocab = build_vocab(tokens)
+    torch.manual_seed(seed)
+    embedding = nn.Embedding(len(vocab), d_model)
+    attention = MultiHeadAttention(d_model, 4)
+    ids = torch.tensor([[vocab[token] for token in tokens]])
+    with torch.no_grad():
+        _, weights = attention(embedding(ids), return_attention=True)
+    return tokens, weights[0].numpy()
+
+
+@CATALOGUE.mistake(
     "sentence_weights_not_from_attention",
     "the weights were not computed by the notebook's MultiHeadAttention (a row-stochastic "
     "matrix made some other way)",
