@@ -362,20 +362,32 @@ def model_case(rng) -> tuple[int, int, dict]:
     return batch, length, config
 
 
-def build_model(submission, seed: int, config: dict) -> Handle:
-    """A fresh CausalTransformer, built after seeding the child's global RNGs with `seed`."""
+def build_model(submission, seed: int, config: dict, mistakes=None) -> Handle:
+    """A fresh CausalTransformer, built after seeding the child's global RNGs with `seed`.
+    With `mistakes`, a model that cannot be built because its d_model does not divide into 4
+    heads, when other heads were asked for, is named `n_heads_ignored`."""
     submission.seed(seed)
-    model = submission.call("CausalTransformer", **config)
+    try:
+        model = submission.call("CausalTransformer", **config)
+    except StudentError as error:
+        heads = config.get("n_heads", 4)
+        if mistakes is None or heads == 4 or "divisible" not in str(error):
+            raise
+        fail(
+            f"CausalTransformer({shown_config(config)}) raised {error}: it should build "
+            f"{heads} heads, as n_heads says",
+            mistake=mistakes["n_heads_ignored"],
+        )
     ensure(isinstance(model, Handle), "CausalTransformer(...) should build an nn.Module")
     return model
 
 
-def built_and_perturbed(submission, seed: int, config: dict) -> Handle:
+def built_and_perturbed(submission, seed: int, config: dict, mistakes=None) -> Handle:
     """A fresh CausalTransformer with every parameter moved by a little noise (the `perturbed`
     probe): an initialisation that hides a dependence (a residual gate or an output head
     initialised to zero, a correct choice) then shows it, and a structure that ignores
     something still ignores it."""
-    return submission.probe("perturbed", build_model(submission, seed, config))
+    return submission.probe("perturbed", build_model(submission, seed, config, mistakes))
 
 
 def logits_of(model: Handle, x: np.ndarray, what: str) -> np.ndarray:
@@ -415,7 +427,7 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     for kwargs, rows, steps in cases:
         what = f"CausalTransformer({', '.join(f'{k}={v}' for k, v in kwargs.items())})"
         vocab = kwargs.get("vocab_size", 50)
-        model = built_and_perturbed(submission, seed, kwargs)
+        model = built_and_perturbed(submission, seed, kwargs, mistakes)
         model.call("eval")
         x = rng.integers(0, vocab, size=(rows, steps))
         x[:, -1] = rng.permutation(vocab)[:rows]  # the last tokens differ
@@ -439,7 +451,9 @@ def test_causal_transformer_output_shape(submission, mistakes, rng, seed):
     # d_model 10 with 2 heads: a model that hard-codes 4 heads cannot be built
     small = {"vocab_size": 13, "d_model": 10, "n_heads": 2, "max_len": 16}
     counts = [
-        trainable_parameters(submission, build_model(submission, seed, {**small, "n_layers": k}))
+        trainable_parameters(
+            submission, build_model(submission, seed, {**small, "n_layers": k}, mistakes)
+        )
         for k in (1, 2, 3)
     ]
     steps = [b - a for a, b in itertools.pairwise(counts) if a is not None and b is not None]

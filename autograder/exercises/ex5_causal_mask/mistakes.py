@@ -277,6 +277,31 @@ class CausalTransformer(nn.Module):
 
 
 @CATALOGUE.mistake(
+    "n_heads_ignored",
+    "CausalTransformer ignores n_heads: it always builds 4 heads",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, 4, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        length = x.shape[1]
+        h = self.token_emb(x) + self.pos_emb(torch.arange(length))
+        mask = torch.triu(torch.full((length, length), float("-inf")), diagonal=1)
+        return self.head(self.encoder(h, mask=mask))
+
+
+@CATALOGUE.mistake(
     "layers_not_chained",
     "the layers are not chained: each takes the embeddings instead of the previous layer's "
     "output, so only the last one counts (h = layer(h))",
