@@ -79,9 +79,18 @@ class Mistake:
 
 @dataclass(frozen=True)
 class Raised:
-    """The outcome of a mistake that raises on the given inputs."""
+    """The outcome of a mistake that raises on the given inputs: the exception's class name and
+    its message (a student's error names a mistake only when both agree: the same class alone,
+    say a ValueError of another shape mismatch, is no evidence of the same mistake)."""
 
     type: str
+    message: str = ""
+
+    def matches(self, error: object) -> bool:
+        """Whether a student's error (a StudentError: `type`, `message`) is this outcome."""
+        return self.type == getattr(error, "type", None) and self.message == getattr(
+            error, "message", None
+        )
 
 
 class Catalogue:
@@ -126,7 +135,7 @@ class Catalogue:
                     warnings.simplefilter("ignore")
                     found.append((mistake, mistake.bound(self.exercise)(*args, **kwargs)))
             except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
-                found.append((mistake, Raised(type(error).__name__)))
+                found.append((mistake, Raised(type(error).__name__, str(error)[:2000])))
         return found
 
 

@@ -275,7 +275,7 @@ def call_checked(
         value = submission.call(target, *args, timeout=timeout, **kwargs)
     except StudentError as error:
         mistake = next(
-            (m for m, out in candidates if isinstance(out, Raised) and out.type == error.type),
+            (m for m, out in candidates if isinstance(out, Raised) and out.matches(error)),
             None,
         )
         raise CheckFailed(str(error), mistake) from None
@@ -309,7 +309,7 @@ def expect_raises(
         if error.type == "NotImplementedError" and not error.message:
             raise
         named = next(
-            (m for m, out in candidates if isinstance(out, Raised) and out.type == error.type), None
+            (m for m, out in candidates if isinstance(out, Raised) and out.matches(error)), None
         )
         fail(f"{expected}; instead {error}", mistake=named)
     named = next((m for m, out in candidates if not isinstance(out, Raised)), None)

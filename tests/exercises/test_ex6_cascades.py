@@ -69,3 +69,53 @@ def test_downstream_checks_exist():
     assert set(DOWNSTREAM) <= set(
         checks_of(EXERCISE, "RoPEAttention") + checks_of(EXERCISE, "relative_scores")
     )
+
+
+# apply_rope is built on rope_frequencies: a wrong frequency formula is charged to
+# rope_frequencies' checks only (apply_rope is also compared with the reference's computed with
+# the notebook's own frequencies; an independent review found 3.0 points charged twice).
+ROTATION = (
+    "test_apply_rope_matches_the_formula",
+    "test_apply_rope_offset_continues_the_positions",
+    "test_apply_rope_float32_in_float32_out",
+    "test_apply_rope_keeps_every_pair_norm",
+    "test_apply_rope_scores_depend_only_on_the_distance",
+)
+
+
+@pytest.mark.parametrize(
+    "mistake_id",
+    [
+        m.id
+        for m in catalogue_for(EXERCISE)
+        if m.target == "rope_frequencies" and m.id not in UNSEEN
+    ],
+)
+def test_a_frequency_fault_costs_apply_rope_nothing(mistake_id, tmp_path, shared_sandbox):
+    failed = failed_downstream(EXERCISE, mistake_id, list(ROTATION), tmp_path, shared_sandbox)
+    assert not failed, failed
+
+
+ZERO_FREQUENCIES = (
+    "import torch\ndef rope_frequencies(head_dim, base=10000.0):\n"
+    "    if head_dim % 2:\n        raise ValueError('odd')\n"
+    "    return torch.zeros(head_dim // 2, dtype=torch.float64)\n"
+)
+
+
+@pytest.mark.parametrize("frequencies", ["zeros", "float32"])
+def test_frequencies_that_excuse_nothing(frequencies, tmp_path, shared_sandbox):
+    """Frequencies of 0 (every angle 0) do not pay an apply_rope that rotates nothing; float32
+    frequencies pass their own check, so apply_rope keeps float64 precision itself (named)."""
+    if frequencies == "zeros":
+        replace = {"rope_frequencies": ZERO_FREQUENCIES, "apply_rope": NO_ROTATION}
+    else:
+        replace = {"apply_rope": catalogue_for(EXERCISE)["float32_frequencies"].source}
+    notebook = source_notebook(EXERCISE, replace=replace)
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    check = "test_apply_rope_matches_the_formula"
+    report = grade_notebook(path, only=[check], shared=shared_sandbox.get())
+    (result,) = report.checks
+    assert not result.passed, result
+    if frequencies == "float32":
+        assert result.mistake == "float32_frequencies", result

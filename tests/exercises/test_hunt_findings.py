@@ -49,3 +49,26 @@ def test_every_student_draws_a_head_count_that_shows_a_hard_coded_four():
         length, heads, d_model = sentence_sizes(np.random.default_rng(seed))
         assert heads != 4 and d_model % heads == 0 and d_model % 4 == 0, seed
         assert len({length, heads, d_model}) == 3, seed
+
+
+NO_KEEPDIMS_SOFTMAX = (
+    "import numpy as np\ndef softmax(x, axis=-1):\n"
+    "    exps = np.exp(x - np.max(x, axis=axis, keepdims=True))\n"
+    "    return exps / np.sum(exps, axis=axis)\n"
+)
+
+
+@pytest.mark.ex1
+def test_an_error_names_a_mistake_only_when_its_message_agrees_too(tmp_path, shared_sandbox):
+    """A softmax without keepdims makes the reference's attention raise a ValueError of
+    broadcasting; a catalogued attention mistake raising another ValueError was named for it
+    (by the exception's class alone)."""
+    ex1 = "ex1_numpy_attention"
+    notebook = source_notebook(ex1, replace={"softmax": NO_KEEPDIMS_SOFTMAX})
+    path = write_notebook(notebook, tmp_path / f"{ex1}.ipynb")
+    checks = ["test_sdpa_batched_inputs", "test_sdpa_bool_mask_blocks_positions"]
+    report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
+    assert len(report.checks) == 2
+    for result in report.checks:
+        assert not result.passed and "ValueError" in result.message, result
+        assert result.mistake is None, result

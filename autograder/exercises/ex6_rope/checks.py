@@ -71,7 +71,55 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
     return observed, answer.candidates
 
 
+def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> np.ndarray | None:
+    """`compute()` (the reference's apply_rope) with the student's rope_frequencies in place of
+    the reference's, as float64: apply_rope's checks accept it (paid only when a frequency
+    check fails, FREQUENCY_CHECKS), so that a wrong formula is charged to rope_frequencies and
+    not again to a rotation that is right for it. None when their frequencies are not positive
+    finite numbers of the right shape: an angle of 0 leaves its pair unrotated, and an
+    apply_rope that changes nothing must not be paid by frequencies of 0. None as well when
+    their frequencies pass as the formula's (float32 ones do, at rtol 1e-6): then the float64
+    precision that apply_rope's contract asks for is apply_rope's to keep (named mistake
+    `float32_frequencies`)."""
+    student = student_function(submission, "rope_frequencies")
+    formula = ref.rope_frequencies  # the reference's own, not the patched one
+
+    def their_frequencies(head_dim, base=10000.0):
+        theta = as_array(student(head_dim, base), "rope_frequencies", allow=("tensor",))
+        if theta.shape != (head_dim // 2,) or not np.all(np.isfinite(theta) & (theta > 0)):
+            raise CheckFailed("rope_frequencies returned something else", None)
+        if close(theta, formula(head_dim, base).numpy(), atol=0.0, rtol=1e-6):
+            raise CheckFailed("rope_frequencies is right: nothing to set aside", None)
+        return torch.from_numpy(theta.astype(np.float64))
+
+    answer = answer_with(ref, {"rope_frequencies": their_frequencies}, compute)
+    return None if answer is None else np.asarray(answer.numpy(), dtype=np.float64)
+
+
+def expect_rotation(
+    submission, observed, x: torch.Tensor, what: str, candidates, atol: float = ATOL64, **kwargs
+) -> None:
+    """The student's apply_rope(x, **kwargs) against the reference's (on x as float64), or,
+    where only that fails, against the reference's with the student's own frequencies."""
+
+    def rotate() -> torch.Tensor:
+        return ref.apply_rope(x.double(), **kwargs)
+
+    expect_close_or_own(
+        observed,
+        rotate(),
+        lambda: with_their_frequencies(submission, rotate),
+        what,
+        atol=atol,
+        rtol=0,
+        mistakes=candidates,
+    )
+
+
 # -- rope_frequencies ----------------------------------------------------------------------------
+FREQUENCY_CHECKS = ("test_rope_frequencies_match_the_formula",)
+
+
 @check(points=0.75, grade_id="check_rope_frequencies")
 def test_rope_frequencies_match_the_formula(submission, mistakes, rng):
     for head_dim, base in zip(
@@ -109,24 +157,23 @@ def test_rope_frequencies_rejects_an_odd_head_dim(submission, mistakes, rng):
 
 
 # -- apply_rope ----------------------------------------------------------------------------------
-@check(points=1.0, grade_id="check_apply_rope")
+@check(points=1.0, grade_id="check_apply_rope", upstream=FREQUENCY_CHECKS)
 def test_apply_rope_matches_the_formula(submission, mistakes, rng):
     x = rope_input(rng)
     what = f"apply_rope(x) for x of shape {tuple(x.shape)} (float64)"
     observed, candidates = rotated(submission, mistakes, x, what)
-    expect_close(observed, ref.apply_rope(x), what, atol=ATOL64, rtol=0, mistakes=candidates)
+    expect_rotation(submission, observed, x, what, candidates)
     base = float(rng.uniform(100, 1000))
     what = f"apply_rope(x, base={base:g})"
     observed, candidates = rotated(submission, mistakes, x, what, base=base)
-    expect_close(
-        observed, ref.apply_rope(x, base=base), what, atol=ATOL64, rtol=0, mistakes=candidates
-    )
+    expect_rotation(submission, observed, x, what, candidates, base=base)
 
 
 @check(
     points=0.5,
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
+    upstream=FREQUENCY_CHECKS,
 )
 def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     """apply_rope(x, offset=p) equals rows p, p+1, ... of the rotation of a sequence that has
@@ -135,14 +182,7 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     offset = int(rng.integers(3, 40))
     what = f"apply_rope(x, offset={offset})"
     observed, candidates = rotated(submission, mistakes, x, what, offset=offset)
-    expect_close(
-        observed,
-        ref.apply_rope(x, offset=offset),
-        what,
-        atol=ATOL64,
-        rtol=0,
-        mistakes=candidates,
-    )
+    expect_rotation(submission, observed, x, what, candidates, offset=offset)
     longer = torch.cat([tensor(rng, *x.shape[:-2], offset, x.shape[-1]), x], dim=-2)
     whole, _ = rotated(submission, mistakes, longer, "apply_rope of the longer sequence")
     expect_close(
@@ -160,13 +200,13 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     pair = tensor(rng, x.shape[0], int(rng.integers(3, 7)), 2)
     what = f"apply_rope(x, offset={far}) for float64 x of shape {tuple(pair.shape)}"
     observed, candidates = rotated(submission, mistakes, pair, what, offset=far)
-    expect_close(
+    expect_rotation(
+        submission,
         observed,
-        ref.apply_rope(pair, offset=far),
+        pair,
         f"{what} (positions past 2**24 need float64 or integer positions)",
-        atol=ATOL64,
-        rtol=0,
-        mistakes=candidates,
+        candidates,
+        offset=far,
     )
 
 
@@ -174,6 +214,7 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     points=0.5,
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
+    upstream=FREQUENCY_CHECKS,
 )
 def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
     x = rope_input(rng, dtype=torch.float32)
@@ -187,14 +228,8 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
         f"{what} should return a float32 tensor (x's dtype), got "
         f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
     )
-    expect_close(
-        as_array(answer.value, what, allow=("tensor",)),
-        ref.apply_rope(x.double(), offset=offset),
-        what,
-        atol=ATOL32,
-        rtol=0,
-        mistakes=answer.candidates,
-    )
+    observed = as_array(answer.value, what, allow=("tensor",))
+    expect_rotation(submission, observed, x, what, answer.candidates, ATOL32, offset=offset)
     # "Returns a new tensor ...; x is not modified": x as it is in the notebook after the call.
     function = submission.module_getattr("apply_rope")
     _, after = submission.probe("inputs_after", function, [x], {"offset": offset})

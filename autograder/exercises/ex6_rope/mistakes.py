@@ -58,6 +58,22 @@ def rope_frequencies(head_dim, base=10000.0):
 
 # -- apply_rope ----------------------------------------------------------------------------------
 @CATALOGUE.mistake(
+    "float32_frequencies",
+    "the angles were computed from float32 frequencies (as `torch.arange(...).float()` gives): "
+    "float64 inputs need float64 frequencies and angles (the checks compare them at 1e-9)",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = 1.0 / (base ** (torch.arange(0, x.shape[-1], 2).float() / x.shape[-1]))
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
     "interleaved_pairs",
     "neighbouring features (x_2i, x_2i+1) were rotated together instead of the split halves "
     "(x_i, x_i+h)",
