@@ -19,13 +19,22 @@ from autograder.authoring.expect import as_array, close, ensure, expect_shape, f
 from autograder.grading.submission import Handle
 
 
-def load_into(module: Handle, weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def load_into(
+    module: Handle,
+    weights: dict[str, torch.Tensor],
+    may_tie: Sequence[tuple[str, str]] = (),
+) -> dict[str, torch.Tensor]:
     """Load `weights` into the student's module (strict=False), put it in eval mode and return
     what it then holds under those names: the weights loaded, in the module's own dtype.
 
     What the module holds must be what was loaded (cast to its dtype, as load_state_dict casts):
     the reference runs on these weights, so a module that changed them while loading (zeroed
-    its output projection, say) would otherwise be compared with a reference of its choosing."""
+    its output projection, say) would otherwise be compared with a reference of its choosing.
+    The one exception is a pair in `may_tie` (keys of the same shape that a correct module may
+    share, as tied input and output embeddings do): where the module holds one of the pair's
+    loaded values under both names, both are loaded with that value again (and the reference
+    runs on it)."""
+    weights = _tied(module, weights, may_tie) if may_tie else weights
     module.call("load_state_dict", weights, strict=False)
     module.call("eval")
     state = module.call("state_dict")
@@ -44,6 +53,30 @@ def load_into(module: Handle, weights: dict[str, torch.Tensor]) -> dict[str, tor
         )
         held[key] = value
     return held
+
+
+def _tied(
+    module: Handle, weights: dict[str, torch.Tensor], pairs: Sequence[tuple[str, str]]
+) -> dict[str, torch.Tensor]:
+    """`weights`, with each pair of `pairs` that the module shares (loading both left the same
+    one of the two values under both names) given that one value."""
+    module.call("load_state_dict", weights, strict=False)
+    state = module.call("state_dict")
+    if not isinstance(state, dict):
+        return weights
+    tied = dict(weights)
+    for first, second in pairs:
+        held = [value for value in (state.get(first), state.get(second)) if torch.is_tensor(value)]
+        if len(held) != 2 or first not in weights or second not in weights:
+            continue
+        for key in (first, second):
+            loaded = weights[key]
+            if all(
+                value.shape == loaded.shape and torch.equal(value, loaded.to(value.dtype))
+                for value in held
+            ):
+                tied[first] = tied[second] = loaded
+    return tied
 
 
 def _what(value: Any) -> str:

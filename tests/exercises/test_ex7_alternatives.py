@@ -121,10 +121,27 @@ def _in_float64(self, x, cache=None):
 CachedSelfAttention.forward = _in_float64
 """
 
+# Tied input and output embeddings (an independent student's correct TinyLM lost 3 points: the
+# checks loaded independent weights into both)
+TINYLM_TIED = """
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
+        self.head = nn.Linear(d_model, vocab_size)
+        self.head.weight = self.embed.weight
+
+    def forward(self, tokens, cache=None):
+        x = self.embed(tokens)
+        return self.head(x + self.attn(x, cache))
+"""
+
 
 @pytest.mark.parametrize(
     "cells",
     [
+        pytest.param({"TinyLM": TINYLM_TIED}, id="tied-embeddings"),
         pytest.param({"KVCache": CACHE_LIST}, id="list-cache"),
         pytest.param({"CachedSelfAttention": ATTENTION_FUSED}, id="fused-attention-offset-mask"),
         pytest.param({"generate": GENERATE_LOOP}, id="generate-keeps-last-logits"),

@@ -82,9 +82,27 @@ def pointer_accuracy(module, annotations, states, targets):
 """
 
 
+# A scale kept in a buffer: no parameter (an independent student's correct solution lost 0.25,
+# the check read the state_dict)
+SCALED_DOT_BUFFER = """
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.register_buffer("inv_sqrt_dim", torch.tensor(dim ** -0.5))
+
+    def forward(self, annotations, state, mask=None):
+        scores = (annotations * state.unsqueeze(1)).sum(-1) * self.inv_sqrt_dim
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(1), weights
+"""
+
+
 @pytest.mark.parametrize(
     "cells",
     [
+        pytest.param({"ScaledDotAttention": SCALED_DOT_BUFFER}, id="scale-in-a-buffer"),
         pytest.param(
             {"AdditiveAttention": ADDITIVE_EINSUM, "MultiplicativeAttention": MULTIPLICATIVE_BMM},
             id="einsum-bmm-where",

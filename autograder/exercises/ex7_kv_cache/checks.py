@@ -316,6 +316,11 @@ def test_cached_attention_projections_and_sizes(submission, mistakes, rng):
 
 
 # -- TinyLM --------------------------------------------------------------------------------------
+# TinyLM's embedding and output layer have the same shape (vocab, d_model): a correct TinyLM may
+# tie them (head.weight = embed.weight); it is then loaded with one matrix for both.
+TIED = (("embed.weight", "head.weight"),)
+
+
 def tinylm_layout(vocab: int, d_model: int, n_heads: int, n_kv: int) -> dict:
     layout: dict[str, tuple[int, ...]] = {
         f"attn.{k}": v for k, v in shapes(d_model, n_heads, n_kv).items()
@@ -352,7 +357,7 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     state = model.call("state_dict")
     missing = sorted(set(tinylm_layout(*sizes)) - set(state))
     ensure(not missing, f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)")
-    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)))
+    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED)
     tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(3, 7)))
     prefill = int(rng.integers(2, 6))
     chunks = [tokens[:, :prefill], tokens[:, prefill:]]
@@ -444,7 +449,7 @@ def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.n
 def decoding_setup(submission, rng):
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
-    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)))
+    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED)
     prompt = torch.from_numpy(rng.integers(0, sizes[0], size=(2, int(rng.integers(3, 7)))))
     return sizes, model, weights, prompt
 
