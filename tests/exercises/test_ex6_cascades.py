@@ -103,12 +103,22 @@ ZERO_FREQUENCIES = (
 )
 
 
-@pytest.mark.parametrize("frequencies", ["zeros", "float32"])
+WHOLE_TURNS = ZERO_FREQUENCIES.replace(
+    "torch.zeros(head_dim // 2, dtype=torch.float64)",
+    "torch.full((head_dim // 2,), 2 * torch.pi, dtype=torch.float64)",
+)
+assert WHOLE_TURNS != ZERO_FREQUENCIES
+
+
+@pytest.mark.parametrize("frequencies", ["zeros", "whole-turns", "float32"])
 def test_frequencies_that_excuse_nothing(frequencies, tmp_path, shared_sandbox):
-    """Frequencies of 0 (every angle 0) do not pay an apply_rope that rotates nothing; float32
-    frequencies pass their own check, so apply_rope keeps float64 precision itself (named)."""
+    """Frequencies of 0 or of 2*pi (every angle 0, or a whole turn at integer positions) do not
+    pay an apply_rope that rotates nothing; float32 frequencies pass their own check, so
+    apply_rope keeps float64 precision itself (named)."""
     if frequencies == "zeros":
         replace = {"rope_frequencies": ZERO_FREQUENCIES, "apply_rope": NO_ROTATION}
+    elif frequencies == "whole-turns":
+        replace = {"rope_frequencies": WHOLE_TURNS, "apply_rope": NO_ROTATION}
     else:
         replace = {"apply_rope": catalogue_for(EXERCISE)["float32_frequencies"].source}
     notebook = source_notebook(EXERCISE, replace=replace)

@@ -71,13 +71,18 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
     return observed, answer.candidates
 
 
-def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> np.ndarray | None:
+def with_their_frequencies(
+    submission, compute: Callable[[], torch.Tensor], atol: float
+) -> np.ndarray | None:
     """`compute()` (the reference's apply_rope) with the student's rope_frequencies in place of
     the reference's, as float64: apply_rope's checks accept it (paid only when a frequency
     check fails, FREQUENCY_CHECKS), so that a wrong formula is charged to rope_frequencies and
     not again to a rotation that is right for it. None when their frequencies are not positive
     finite numbers of the right shape: an angle of 0 leaves its pair unrotated, and an
-    apply_rope that changes nothing must not be paid by frequencies of 0. None as well when
+    apply_rope that changes nothing must not be paid by frequencies of 0, nor of 2*pi (a whole
+    turn per position), so their frequencies must lie in (0, 1] (theta_0 = 1 in the formula,
+    and every catalogued formula mistake stays there) and their answer must not be x itself
+    (within ten times the comparison's tolerance). None as well when
     their frequencies pass as the formula's (float32 ones do, at rtol 1e-6): then the float64
     precision that apply_rope's contract asks for is apply_rope's to keep (named mistake
     `float32_frequencies`)."""
@@ -86,14 +91,19 @@ def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> n
 
     def their_frequencies(head_dim, base=10000.0):
         theta = as_array(student(head_dim, base), "rope_frequencies", allow=("tensor",))
-        if theta.shape != (head_dim // 2,) or not np.all(np.isfinite(theta) & (theta > 0)):
+        if theta.shape != (head_dim // 2,) or not np.all((theta > 0) & (theta <= 1)):
             raise CheckFailed("rope_frequencies returned something else", None)
         if close(theta, formula(head_dim, base).numpy(), atol=0.0, rtol=1e-6):
             raise CheckFailed("rope_frequencies is right: nothing to set aside", None)
         return torch.from_numpy(theta.astype(np.float64))
 
     answer = answer_with(ref, {"rope_frequencies": their_frequencies}, compute)
-    return None if answer is None else np.asarray(answer.numpy(), dtype=np.float64)
+    unrotated = answer_with(
+        ref, {"rope_frequencies": lambda d, base=10000.0: torch.zeros(d // 2)}, compute
+    )
+    if answer is None or unrotated is None or close(answer, unrotated, atol=10 * atol, rtol=0):
+        return None
+    return np.asarray(answer.numpy(), dtype=np.float64)
 
 
 def expect_rotation(
@@ -108,7 +118,7 @@ def expect_rotation(
     expect_close_or_own(
         observed,
         rotate(),
-        lambda: with_their_frequencies(submission, rotate),
+        lambda: with_their_frequencies(submission, rotate, atol),
         what,
         atol=atol,
         rtol=0,
