@@ -158,7 +158,9 @@ def test_module_outputs_run_every_class_mistake_on_the_given_weights():
     ids = [m.id for m in catalogue.for_target("GroupedQueryAttention")]
     assert same <= set(ids) and list(outcomes) == [i for i in ids if i not in same]
     # its W_k has query-head width: the student's weights do not fit
-    assert outcomes["kv_projections_use_query_heads"] == Raised("RuntimeError")
+    raised = outcomes["kv_projections_use_query_heads"]
+    assert isinstance(raised, Raised) and raised.type == "RuntimeError"
+    assert "size mismatch" in raised.message
     scaled = outcomes["no_head_dim_scaling"]
     assert scaled.shape == expected.shape and not np.allclose(scaled, expected)
     ran = [mistake.id for mistake, _ in without_raised(pairs)]
@@ -196,3 +198,14 @@ def test_a_tensor_numpy_cannot_hold_fails_the_check_instead_of_the_grader():
 
     with pytest.raises(CheckFailed, match="bfloat16"):
         as_array(torch.zeros(3, dtype=torch.bfloat16), "f()", allow=("tensor",))
+
+
+def test_a_raised_outcome_matches_an_error_of_the_same_class_and_message_only():
+    from autograder.core.errors import StudentError
+
+    outcome = Raised("ValueError", "operands could not be broadcast together")
+    same = StudentError("f()", {"type": "ValueError", "message": outcome.message})
+    other = StudentError("f()", {"type": "ValueError", "message": "matmul: mismatch"})
+    renamed = StudentError("f()", {"type": "TypeError", "message": outcome.message})
+    assert outcome.matches(same)
+    assert not outcome.matches(other) and not outcome.matches(renamed)
