@@ -12,6 +12,7 @@ check sees the patch."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
@@ -93,3 +94,35 @@ def expect_close_or_own(
         if theirs is None or not close(observed, theirs, atol=atol, rtol=rtol):
             raise
         set_aside(failure)
+
+
+def on_the_contracts(
+    name: str, probe: str, wrong: Callable[[Any], bool]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator for the checks of functions built on the notebook's `name` (a function or
+    class the contract states exactly): while such a check runs, where `wrong(submission)` says
+    the notebook's `name` raises or answers wrongly, it is swapped for the contract's own (the
+    child's `probe`, which returns it) and put back afterwards. A fault of `name` is then
+    charged to its own checks only; what is built on it is judged on a `name` that works.
+    Code that does not call `name` is judged on its own, and a notebook without `name` is left
+    as it is (nothing to swap, and nothing to put back)."""
+
+    def decorate(check_function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(check_function)
+        def judged(*args: Any, **kwargs: Any) -> Any:
+            submission = kwargs["submission"]
+            try:
+                original = submission.module_getattr(name)
+            except StudentError:
+                return check_function(*args, **kwargs)
+            if not wrong(submission):
+                return check_function(*args, **kwargs)
+            submission.module_setattr(name, submission.probe(probe))
+            try:
+                return check_function(*args, **kwargs)
+            finally:
+                submission.module_setattr(name, original)
+
+        return judged
+
+    return decorate

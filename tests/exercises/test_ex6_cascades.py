@@ -129,3 +129,37 @@ def test_frequencies_that_excuse_nothing(frequencies, tmp_path, shared_sandbox):
     assert not result.passed, result
     if frequencies == "float32":
         assert result.mistake == "float32_frequencies", result
+
+
+# An independent attacker's notebook: frequencies 1e-7 times the formula's (costing 1.0) and an
+# apply_rope computed in float32 (the catalogued float32_frequencies); with angles that small,
+# cos rounds to 1 in float32, and apply_rope matched the reference on its own frequencies.
+TINY_FREQUENCIES = (
+    "import torch\ndef rope_frequencies(head_dim, base=10000.0):\n"
+    "    if head_dim % 2:\n        raise ValueError('odd')\n"
+    "    theta = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)\n"
+    "    return theta * (1e-7 if head_dim > 2 else 1e-12)\n"
+)
+FLOAT32_ROTATION = """
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base).float()
+    positions = torch.arange(offset, offset + x.shape[-2]).float()
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+"""
+
+
+def test_frequencies_too_small_to_rotate_excuse_nothing(tmp_path, shared_sandbox):
+    replace = {"rope_frequencies": TINY_FREQUENCIES, "apply_rope": FLOAT32_ROTATION}
+    notebook = source_notebook(EXERCISE, replace=replace)
+    path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+    checks = [
+        "test_apply_rope_matches_the_formula",
+        "test_apply_rope_offset_continues_the_positions",
+        "test_apply_rope_float32_in_float32_out",
+    ]
+    report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
+    assert len(report.checks) == 3 and not any(c.passed for c in report.checks), report.checks

@@ -73,3 +73,50 @@ def test_an_attention_that_adds_nothing_forgives_nothing(tmp_path, shared_sandbo
     report = grade_notebook(path, only=[check], shared=shared_sandbox.get())
     (result,) = report.checks
     assert not result.passed and "wrong values for TinyLM" in result.message, result
+
+
+# The attention's cached checks run on the contract's KVCache where the notebook's is wrong (an
+# independent review found a __len__ of the heads axis charged 2.0 points more there).
+CACHED_ATTENTION = (
+    "test_cached_attention_every_split_equals_the_whole",
+    "test_cached_attention_fills_the_cache",
+)
+LEN_OF_THE_HEADS = """
+class KVCache:
+    def __init__(self):
+        self._k = self._v = None
+
+    def append(self, k, v):
+        self._k = k if self._k is None else torch.cat([self._k, k], dim=-2)
+        self._v = v if self._v is None else torch.cat([self._v, v], dim=-2)
+
+    @property
+    def k(self):
+        return self._k
+
+    @property
+    def v(self):
+        return self._v
+
+    def __len__(self):
+        return 0 if self._k is None else self._k.shape[1]
+"""
+
+
+@pytest.mark.parametrize(
+    "cache",
+    ["len_of_the_heads", *(m.id for m in catalogue_for(EXERCISE) if m.target == "KVCache")],
+)
+def test_a_cache_fault_costs_the_attention_nothing(cache, tmp_path, shared_sandbox):
+    if cache == "len_of_the_heads":
+        notebook = source_notebook(EXERCISE, replace={"KVCache": LEN_OF_THE_HEADS})
+        path = write_notebook(notebook, tmp_path / f"{EXERCISE}.ipynb")
+        checks = [*CACHED_ATTENTION, "test_kv_cache_appends_along_time"]
+        report = grade_notebook(path, only=checks, shared=shared_sandbox.get())
+        failed = {c.name: c.message for c in report.checks if not c.passed}
+        assert set(failed) == {"test_kv_cache_appends_along_time"}, failed
+    else:
+        failed = failed_downstream(
+            EXERCISE, cache, list(CACHED_ATTENTION), tmp_path, shared_sandbox
+        )
+        assert not failed, failed

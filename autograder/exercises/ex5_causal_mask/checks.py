@@ -1,6 +1,5 @@
 """Hidden checks of ex5_causal_mask (8 points)."""
 
-import functools
 import itertools
 import math
 
@@ -33,6 +32,7 @@ from autograder.authoring.modules import (
     trained_in_batches,
     weights_of,
 )
+from autograder.authoring.upstream import on_the_contracts
 from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -64,34 +64,6 @@ def float_mask(keep: np.ndarray) -> np.ndarray:
 
 
 # -- one fault charged once ------------------------------------------------------------------------
-def on_the_contracts_mask(check_function):
-    """Run a check of a model built on causal_mask (CausalTransformer, train_lm,
-    next_token_accuracy) with the notebook's causal_mask, where it defines one, swapped for the
-    contract's (the `contract_causal_mask` probe) and put back afterwards: a fault of
-    causal_mask is charged to its own checks, not again to a model that calls it (an
-    independent review found a mask of NaN, 0 * -inf, charged 3.75 points more there). A model
-    that builds its mask itself is judged on its own. Only where the notebook's causal_mask
-    raises or gives a float mask of wrong values: a mask of another dtype (bool, say) may be
-    what the notebook's own model is written for, and is charged to causal_mask's dtype check."""
-
-    @functools.wraps(check_function)
-    def judged(*args, **kwargs):
-        submission = kwargs["submission"]
-        try:
-            original = submission.module_getattr("causal_mask")
-        except StudentError:
-            return check_function(*args, **kwargs)
-        if not wrong_float_mask(submission):
-            return check_function(*args, **kwargs)
-        submission.module_setattr("causal_mask", submission.probe("contract_causal_mask"))
-        try:
-            return check_function(*args, **kwargs)
-        finally:
-            submission.module_setattr("causal_mask", original)
-
-    return judged
-
-
 def wrong_float_mask(submission) -> bool:
     """Whether the notebook's causal_mask raises, or returns a float tensor of other values
     than the contract's, for a few lengths."""
@@ -105,6 +77,15 @@ def wrong_float_mask(submission) -> bool:
         if not close(mask, ref.causal_mask(seq_len), atol=0, rtol=0, allow_inf=True):
             return True
     return False
+
+
+# The checks of a model built on causal_mask (CausalTransformer, train_lm, next_token_accuracy)
+# run on the contract's causal_mask where the notebook's is a wrong float mask or raises: a fault
+# of causal_mask is charged to its own checks, not again to a model that calls it (an independent
+# review found a mask of NaN, ones * -inf, charged 3.75 points more there). A mask of another
+# dtype (bool, say) may be what the notebook's own model is written for: it stays, and is
+# charged to causal_mask's dtype check.
+on_the_contracts_mask = on_the_contracts("causal_mask", "contract_causal_mask", wrong_float_mask)
 
 
 # -- causal_mask -------------------------------------------------------------------------------

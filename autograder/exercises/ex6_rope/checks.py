@@ -71,9 +71,10 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
     return observed, answer.candidates
 
 
-def with_their_frequencies(
-    submission, compute: Callable[[], torch.Tensor], atol: float
-) -> np.ndarray | None:
+ROTATED = 0.1  # how far from x the rotation with a notebook's own frequencies must take it
+
+
+def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> np.ndarray | None:
     """`compute()` (the reference's apply_rope) with the student's rope_frequencies in place of
     the reference's, as float64: apply_rope's checks accept it (paid only when a frequency
     check fails, FREQUENCY_CHECKS), so that a wrong formula is charged to rope_frequencies and
@@ -81,8 +82,9 @@ def with_their_frequencies(
     finite numbers of the right shape: an angle of 0 leaves its pair unrotated, and an
     apply_rope that changes nothing must not be paid by frequencies of 0, nor of 2*pi (a whole
     turn per position), so their frequencies must lie in (0, 1] (theta_0 = 1 in the formula,
-    and every catalogued formula mistake stays there) and their answer must not be x itself
-    (within ten times the comparison's tolerance). None as well when
+    and every catalogued formula mistake stays there) and their answer must rotate x visibly
+    (by more than ROTATED somewhere: angles so small that cos rounds to 1 in float32 would
+    otherwise pay a float32 rotation, as an independent attacker showed). None as well when
     their frequencies pass as the formula's (float32 ones do, at rtol 1e-6): then the float64
     precision that apply_rope's contract asks for is apply_rope's to keep (named mistake
     `float32_frequencies`)."""
@@ -101,7 +103,7 @@ def with_their_frequencies(
     unrotated = answer_with(
         ref, {"rope_frequencies": lambda d, base=10000.0: torch.zeros(d // 2)}, compute
     )
-    if answer is None or unrotated is None or close(answer, unrotated, atol=10 * atol, rtol=0):
+    if answer is None or unrotated is None or close(answer, unrotated, atol=ROTATED, rtol=0):
         return None
     return np.asarray(answer.numpy(), dtype=np.float64)
 
@@ -118,7 +120,7 @@ def expect_rotation(
     expect_close_or_own(
         observed,
         rotate(),
-        lambda: with_their_frequencies(submission, rotate, atol),
+        lambda: with_their_frequencies(submission, rotate),
         what,
         atol=atol,
         rtol=0,

@@ -34,7 +34,7 @@ from autograder.authoring.modules import (
     module_outputs,
     without_raised,
 )
-from autograder.authoring.upstream import UNUSABLE, expect_close_or_own
+from autograder.authoring.upstream import UNUSABLE, expect_close_or_own, on_the_contracts
 from autograder.core.errors import StudentError
 from autograder.exercises.ex7_kv_cache import reference as ref
 
@@ -129,6 +129,43 @@ def student_pieces(submission, module, x, pieces: list[int], what: str) -> np.nd
 
 
 # -- KVCache -------------------------------------------------------------------------------------
+def wrong_cache(submission) -> bool:
+    """Whether the notebook's KVCache raises or answers other than the contract on two appends
+    (k, v None and len 0 while empty; then the chunks concatenated along time, len = T)."""
+    chunks = [
+        (torch.randn(2, 3, steps, 4, dtype=torch.float64), torch.randn(2, 3, steps, 4))
+        for steps in (2, 3)
+    ]
+    try:
+        cache = submission.call("KVCache")
+        if cache.getattr("k") is not None or cache.getattr("v") is not None:
+            return True
+        if cache.call("__len__") != 0:
+            return True
+        for k, v in chunks:
+            cache.call("append", k, v)
+        k, v = cache.getattr("k"), cache.getattr("v")
+        whole_k = torch.cat([k for k, _ in chunks], dim=-2)
+        whole_v = torch.cat([v for _, v in chunks], dim=-2)
+        return not (
+            isinstance(k, torch.Tensor)
+            and isinstance(v, torch.Tensor)
+            and k.shape == whole_k.shape
+            and v.shape == whole_v.shape
+            and torch.equal(k.to(whole_k.dtype), whole_k)
+            and torch.equal(v.to(whole_v.dtype), whole_v)
+            and cache.call("__len__") == 5
+        )
+    except StudentError:
+        return True
+
+
+# The checks of an attention that keeps its keys and values in the notebook's KVCache run on the
+# contract's KVCache where the notebook's is wrong: a fault of KVCache is charged to its own check
+# only (an independent review found a __len__ of the heads axis charged 2.0 points more there).
+on_the_contracts_cache = on_the_contracts("KVCache", "contract_kv_cache", wrong_cache)
+
+
 @check(points=1.0, grade_id="check_kv_cache")
 def test_kv_cache_appends_along_time(submission, mistakes, rng):
     batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
@@ -218,6 +255,7 @@ def compare_without_a_cache(
     grade_id="check_cached_attention",
     requires=("test_cached_attention_matches_the_reference_without_a_cache",),
 )
+@on_the_contracts_cache
 def test_cached_attention_every_split_equals_the_whole(submission, mistakes, rng):
     batch, length, d_model, n_heads, n_kv = attention_sizes(rng)
     base = float(rng.uniform(50, 500))
@@ -257,6 +295,7 @@ def compare_splits(
     grade_id="check_cached_attention",
     requires=("test_cached_attention_matches_the_reference_without_a_cache",),
 )
+@on_the_contracts_cache
 def test_cached_attention_fills_the_cache(submission, mistakes, rng):
     """After a prefill the cache holds every position's K after RoPE (and V), for the K/V
     heads only."""

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import contracts
+
 
 def _text(items) -> list[str]:
     return [item.get_text() for item in items]
@@ -390,16 +392,5 @@ def runs_through(model, path, *args) -> int:
 PROBES["runs_through"] = runs_through
 
 
-def contract_causal_mask():
-    """ex5's causal_mask as its contract states it (float32 (L, L): 0.0 on and below the
-    diagonal, -inf above): swapped in while the checks of a model built on it run, so that a
-    fault of the notebook's causal_mask is charged to causal_mask's own checks only."""
-    import torch
-
-    def causal_mask(seq_len):
-        return torch.triu(torch.full((seq_len, seq_len), float("-inf")), diagonal=1)
-
-    return causal_mask
-
-
-PROBES["contract_causal_mask"] = contract_causal_mask
+PROBES["contract_causal_mask"] = contracts.contract_causal_mask
+PROBES["contract_kv_cache"] = contracts.contract_kv_cache
