@@ -23,6 +23,7 @@ def load_into(
     module: Handle,
     weights: dict[str, torch.Tensor],
     may_tie: Sequence[tuple[str, str]] = (),
+    submission: Any = None,
 ) -> dict[str, torch.Tensor]:
     """Load `weights` into the student's module (strict=False), put it in eval mode and return
     what it then holds under those names: the weights loaded, in the module's own dtype.
@@ -31,10 +32,12 @@ def load_into(
     the reference runs on these weights, so a module that changed them while loading (zeroed
     its output projection, say) would otherwise be compared with a reference of its choosing.
     The one exception is a pair in `may_tie` (keys of the same shape that a correct module may
-    share, as tied input and output embeddings do): where the module holds one of the pair's
-    loaded values under both names, both are loaded with that value again (and the reference
-    runs on it)."""
-    weights = _tied(module, weights, may_tie) if may_tie else weights
+    share, as tied input and output embeddings do): where the module holds one Parameter under
+    both names (the `module_summary` probe of `submission`) and, after loading, one of the
+    pair's loaded values under both, both are loaded with that value again (and the reference
+    runs on it). A module that copies one onto the other while loading shares nothing and is
+    failed as before (an independent attacker hid swapped matrices that way)."""
+    weights = _tied(module, weights, may_tie, submission) if may_tie else weights
     module.call("load_state_dict", weights, strict=False)
     module.call("eval")
     state = module.call("state_dict")
@@ -56,16 +59,27 @@ def load_into(
 
 
 def _tied(
-    module: Handle, weights: dict[str, torch.Tensor], pairs: Sequence[tuple[str, str]]
+    module: Handle,
+    weights: dict[str, torch.Tensor],
+    pairs: Sequence[tuple[str, str]],
+    submission: Any,
 ) -> dict[str, torch.Tensor]:
-    """`weights`, with each pair of `pairs` that the module shares (loading both left the same
-    one of the two values under both names) given that one value."""
+    """`weights`, with each pair of `pairs` that the module shares (one Parameter under both
+    names, and loading both left the same one of the two values under both) given that one
+    value."""
+    summary = submission.probe("module_summary", module) if submission is not None else None
+    shared = summary.get("shared_parameters") if isinstance(summary, dict) else None
+    held_together = (
+        {tuple(names) for names in shared if isinstance(names, list)} if shared else set()
+    )
     module.call("load_state_dict", weights, strict=False)
     state = module.call("state_dict")
     if not isinstance(state, dict):
         return weights
     tied = dict(weights)
     for first, second in pairs:
+        if tuple(sorted((first, second))) not in held_together:
+            continue
         held = [value for value in (state.get(first), state.get(second)) if torch.is_tensor(value)]
         if len(held) != 2 or first not in weights or second not in weights:
             continue

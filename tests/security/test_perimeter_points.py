@@ -572,9 +572,66 @@ def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
 """
 
 
+# An independent attacker on checks 11's first version: a load hook that copies embed.weight onto
+# head.weight looked like tied weights, and under tied weights a TinyLM that swaps the two
+# matrices cannot be told apart (8/8, deserved 7); a ScaledDotAttention that makes a learnable
+# temperature on its first forward had no parameters when counted unrun.
+TIED_BY_A_LOAD_HOOK = """
+import torch, torch.nn as nn, torch.nn.functional as F
+class TinyLM(nn.Module):
+    def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.attn = CachedSelfAttention(d_model, n_heads, n_kv_heads)
+        self.head = nn.Linear(d_model, vocab_size)
+        self.register_load_state_dict_post_hook(TinyLM._tie)
+
+    @staticmethod
+    def _tie(module, incompatible):
+        with torch.no_grad():
+            module.head.weight.copy_(module.embed.weight)
+
+    def forward(self, tokens, cache=None):
+        x = F.embedding(tokens, self.head.weight)
+        h = x + self.attn(x, cache)
+        return F.linear(h, self.embed.weight, self.head.bias)
+"""
+PARAMETER_ON_THE_FIRST_CALL = """
+import math, torch, torch.nn as nn, torch.nn.functional as F
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, annotations, state, mask=None):
+        if "log_temperature" not in self._parameters:
+            self.log_temperature = nn.Parameter(torch.zeros(()))
+        scores = (annotations * state.unsqueeze(1)).sum(dim=-1) / math.sqrt(self.dim)
+        scores = scores * self.log_temperature.exp()
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+"""
+
+
 @pytest.mark.parametrize(
     ("exercise", "cells", "check"),
     [
+        pytest.param(
+            "ex7_kv_cache",
+            TIED_BY_A_LOAD_HOOK,
+            "test_tinylm_matches_the_reference_on_its_weights",
+            marks=pytest.mark.ex7,
+            id="a-load-hook-that-looks-like-tied-weights",
+        ),
+        pytest.param(
+            EX8,
+            PARAMETER_ON_THE_FIRST_CALL,
+            "test_scaled_dot_weights_and_no_parameters",
+            marks=pytest.mark.ex8,
+            id="a-parameter-made-on-the-first-call",
+        ),
         pytest.param(
             EX5,
             ACCURACY_BEHIND_THE_HOOKS_BACK,

@@ -396,7 +396,9 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     state = model.call("state_dict")
     missing = sorted(set(tinylm_layout(*sizes)) - set(state))
     ensure(not missing, f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)")
-    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED)
+    weights = load_into(
+        model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED, submission=submission
+    )
     tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(3, 7)))
     prefill = int(rng.integers(2, 6))
     chunks = [tokens[:, :prefill], tokens[:, prefill:]]
@@ -488,7 +490,9 @@ def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.n
 def decoding_setup(submission, rng):
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
-    weights = load_into(model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED)
+    weights = load_into(
+        model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED, submission=submission
+    )
     prompt = torch.from_numpy(rng.integers(0, sizes[0], size=(2, int(rng.integers(3, 7)))))
     return sizes, model, weights, prompt
 

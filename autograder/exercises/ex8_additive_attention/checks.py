@@ -257,6 +257,9 @@ def test_scaled_dot_weights_and_no_parameters(submission, mistakes, rng):
     check_softmax_and_context(*check_module(submission, mistakes, rng, name), name)
     dim = int(rng.integers(3, 30))
     module = submission.call(name, dim)
+    # counted after a forward pass as well: a parameter made on the first call is one too
+    annotations = torch.from_numpy(rng.normal(size=(2, 3, dim))).float()
+    module(annotations, torch.from_numpy(rng.normal(size=(2, dim))).float())
     count = submission.probe("module_summary", module).get("parameters")
     # no parameters, trainable or not: a buffer (a persistent scale, say) is no parameter
     ensure(count == 0, f"ScaledDotAttention({dim}) should have no parameters, has {count}")

@@ -115,6 +115,7 @@ def module_summary(module) -> dict:
     if not isinstance(module, nn.Module) or nn.Module not in type(module).__mro__:
         raise TypeError(f"expected an nn.Module, got {type(module).__name__}")
     submodules, parameters = [], {}
+    names: dict[int, list[str]] = {}
     for name, child in _named_modules(module):
         submodules.append(
             {
@@ -124,10 +125,13 @@ def module_summary(module) -> dict:
                 "num_layers": getattr(child, "num_layers", None),
             }
         )
-        for parameter in dict.values(object.__getattribute__(child, "_parameters")):
+        for key, parameter in dict.items(object.__getattribute__(child, "_parameters")):
             if parameter is not None:
                 parameters[id(parameter)] = parameter
+                names.setdefault(id(parameter), []).append(f"{name}.{key}" if name else key)
     return {
+        # parameters held under several names (tied weights: the same Parameter object)
+        "shared_parameters": [sorted(held) for held in names.values() if len(held) > 1],
         "submodules": submodules,
         "trainable_parameters": sum(p.numel() for p in parameters.values() if p.requires_grad),
         "parameters": sum(p.numel() for p in parameters.values()),
