@@ -2,12 +2,13 @@
 functions in place of the reference's, for the checks of a function built on them (see
 CONTRIBUTING.md, "One fault, charged once", and `expect_close_or_own` below).
 
-The grader computes it only after the student's downstream function has answered (so that a
-notebook cannot replay the grader's own computation), and such a pass is paid only when one of
-the check's `upstream` checks fails (`check(upstream=...)`, settled by the grading plugin): the
-student's upstream code is trusted only where a fault in it is charged. Reference modules are
-patched for the duration of one computation; gradings in one process take turns, so no other
-check sees the patch."""
+The grader computes it before the student's downstream function is called and again after it
+has answered, and trusts it only when both agree (`asked_before`: stateful upstream code cannot
+answer the grader with values the downstream function left for it), and such a pass is paid
+only when one of the check's `upstream` checks fails (`check(upstream=...)`, settled by the
+grading plugin): the student's upstream code is trusted only where a fault in it is charged.
+Reference modules are patched for the duration of one computation; gradings in one process
+take turns, so no other check sees the patch."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from types import ModuleType
 from typing import Any
 from unittest import mock
+
+import numpy as np
 
 from autograder.authoring.catalogue import Mistake
 from autograder.authoring.expect import close, expect_close
@@ -61,6 +64,35 @@ def answer_with(
             return compute()
     except UNUSABLE:
         return None
+
+
+def asked_before(compute: Callable[[], Any]) -> Callable[[], Any]:
+    """The `own` of `expect_close_or_own`, made BEFORE the student's downstream function is
+    called: `compute()` (the reference's answer with the student's own upstream code) is asked
+    now, and again when `own` is asked (after the downstream function has answered); `own`
+    gives it only when both agree exactly. Upstream code that keeps state could otherwise answer
+    the grader's computation with values that the downstream function left for it (an
+    independent attacker's apply_rope replayed what made a wrong attention "match", and a
+    TinyLM replayed generate's own answer): before the downstream call there is nothing to
+    replay yet, and a deterministic function answers the same twice."""
+    before = compute()
+
+    def own() -> Any:
+        if before is None:
+            return None
+        after = compute()
+        return after if _identical(before, after) else None
+
+    return own
+
+
+def _identical(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
+        return bool(a == b)
+    try:
+        return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
+    except (TypeError, ValueError):
+        return False
 
 
 def set_aside(verdict: CheckFailed) -> None:

@@ -660,3 +660,36 @@ def test_a_function_that_does_not_do_its_job_earns_nothing(exercise, cells, chec
     report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
     (result,) = [c for c in report.checks if c.name == check]
     assert not result.passed, result
+
+
+@pytest.mark.parametrize(
+    ("exercise", "checks"),
+    [
+        pytest.param(
+            "ex6_rope",
+            (
+                "test_rope_attention_matches_the_reference_on_its_weights",
+                "test_relative_scores_match_the_formula",
+            ),
+            marks=pytest.mark.ex6,
+            id="apply_rope-replays-queued-rotations",
+        ),
+        pytest.param(
+            "ex7_kv_cache",
+            (
+                "test_generate_matches_the_reference",
+                "test_generate_with_and_without_the_cache_agree",
+            ),
+            marks=pytest.mark.ex7,
+            id="tinylm-replays-generates-tokens",
+        ),
+    ],
+)
+def test_upstream_code_cannot_replay_the_graders_own_computation(exercise, checks, tmp_path):
+    from tests.support.replay_attacks import EX6_REPLAY, EX7_REPLAY
+
+    cells = EX6_REPLAY if exercise == "ex6_rope" else EX7_REPLAY
+    notebook = source_notebook(exercise, replace=cells)
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"))
+    results = {c.name: c for c in report.checks}
+    assert all(not results[name].passed for name in checks), [results[n] for n in checks]

@@ -37,6 +37,7 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import (
     answer_with,
+    asked_before,
     expect_close_or_own,
     set_aside,
     student_function,
@@ -323,6 +324,15 @@ def test_kv_cache_mib(submission, mistakes, rng):
     args = cache_arguments(rng)
     n_layers, batch_size = distinct_sizes(rng, 2, 3, 40)
     kwargs = {"n_layers": n_layers, "batch_size": batch_size, "bytes_per_element": 4}
+    # your kv_cache_bytes / 2**20: a mistake of kv_cache_bytes, charged there (asked before
+    # kv_cache_mib is called, and again after: `asked_before`)
+    their_bytes = asked_before(
+        lambda: answer_with(
+            ref,
+            {"kv_cache_bytes": student_function(submission, "kv_cache_bytes")},
+            lambda: ref.kv_cache_mib(*args, **kwargs),
+        )
+    )
     answer = call_checked(submission, mistakes, "kv_cache_mib", *args, **kwargs)
     expected = ref.kv_cache_mib(*args, **kwargs)
     what = f"kv_cache_mib{args[:3]} with n_layers={n_layers}, batch_size={batch_size}, 4 bytes"
@@ -330,12 +340,7 @@ def test_kv_cache_mib(submission, mistakes, rng):
     try:
         expect_number(value, expected, what, answer.candidates, integer=False)
     except CheckFailed as verdict:
-        # your kv_cache_bytes / 2**20: a mistake of kv_cache_bytes, charged there
-        own = answer_with(
-            ref,
-            {"kv_cache_bytes": student_function(submission, "kv_cache_bytes")},
-            lambda: ref.kv_cache_mib(*args, **kwargs),
-        )
+        own = their_bytes()
         # a cache of no bytes is no answer to trust (a kv_cache_bytes that returns 0)
         if not (is_real(value) and is_real(own) and own > 0 and abs(own - value) <= 1e-9 * own):
             raise
@@ -434,16 +439,19 @@ def test_gqa_report_names(submission, mistakes, rng):
 def test_gqa_report_values(submission, mistakes, rng):
     """kv_params and kv_cache_mib of the rows: the reference's, or (one fault charged once)
     those the notebook's own kv_projection_params and kv_cache_mib give."""
-    kwargs, rows, candidates, what = call_report(submission, mistakes, rng)
+    kwargs = report_arguments(rng)
     helpers = ("kv_projection_params", "kv_cache_mib")
-
-    @functools.cache
-    def their_report() -> list | None:
-        return answer_with(
-            ref,
-            {name: student_function(submission, name) for name in helpers},
-            lambda: ref.gqa_report(**kwargs),
+    # asked before gqa_report is called, and again after (`asked_before`)
+    their_report = functools.cache(
+        asked_before(
+            lambda: answer_with(
+                ref,
+                {name: student_function(submission, name) for name in helpers},
+                lambda: ref.gqa_report(**kwargs),
+            )
         )
+    )
+    kwargs, rows, candidates, what = call_report(submission, mistakes, rng, kwargs)
 
     def own(key: str) -> list | None:
         report = their_report()  # asked once, for both keys

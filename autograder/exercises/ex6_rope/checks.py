@@ -32,6 +32,7 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import (
     answer_with,
+    asked_before,
     expect_close_or_own,
     student_function,
 )
@@ -108,19 +109,23 @@ def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> n
     return np.asarray(answer.numpy(), dtype=np.float64)
 
 
+def frequencies_own(submission, x: torch.Tensor, **kwargs) -> Callable[[], np.ndarray | None]:
+    """The reference's apply_rope(x, **kwargs) with the student's own frequencies, asked before
+    the student's apply_rope is called (and again after: `asked_before`)."""
+    return asked_before(
+        lambda: with_their_frequencies(submission, lambda: ref.apply_rope(x.double(), **kwargs))
+    )
+
+
 def expect_rotation(
-    submission, observed, x: torch.Tensor, what: str, candidates, atol: float = ATOL64, **kwargs
+    observed, x: torch.Tensor, what: str, candidates, own, atol: float = ATOL64, **kwargs
 ) -> None:
     """The student's apply_rope(x, **kwargs) against the reference's (on x as float64), or,
-    where only that fails, against the reference's with the student's own frequencies."""
-
-    def rotate() -> torch.Tensor:
-        return ref.apply_rope(x.double(), **kwargs)
-
+    where only that fails, against `own` (`frequencies_own`, made before the call)."""
     expect_close_or_own(
         observed,
-        rotate(),
-        lambda: with_their_frequencies(submission, rotate),
+        ref.apply_rope(x.double(), **kwargs),
+        own,
         what,
         atol=atol,
         rtol=0,
@@ -173,12 +178,14 @@ def test_rope_frequencies_rejects_an_odd_head_dim(submission, mistakes, rng):
 def test_apply_rope_matches_the_formula(submission, mistakes, rng):
     x = rope_input(rng)
     what = f"apply_rope(x) for x of shape {tuple(x.shape)} (float64)"
+    own = frequencies_own(submission, x)
     observed, candidates = rotated(submission, mistakes, x, what)
-    expect_rotation(submission, observed, x, what, candidates)
+    expect_rotation(observed, x, what, candidates, own)
     base = float(rng.uniform(100, 1000))
     what = f"apply_rope(x, base={base:g})"
+    own = frequencies_own(submission, x, base=base)
     observed, candidates = rotated(submission, mistakes, x, what, base=base)
-    expect_rotation(submission, observed, x, what, candidates, base=base)
+    expect_rotation(observed, x, what, candidates, own, base=base)
 
 
 @check(
@@ -193,8 +200,9 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     x = rope_input(rng)
     offset = int(rng.integers(3, 40))
     what = f"apply_rope(x, offset={offset})"
+    own = frequencies_own(submission, x, offset=offset)
     observed, candidates = rotated(submission, mistakes, x, what, offset=offset)
-    expect_rotation(submission, observed, x, what, candidates, offset=offset)
+    expect_rotation(observed, x, what, candidates, own, offset=offset)
     longer = torch.cat([tensor(rng, *x.shape[:-2], offset, x.shape[-1]), x], dim=-2)
     whole, _ = rotated(submission, mistakes, longer, "apply_rope of the longer sequence")
     expect_close(
@@ -211,13 +219,14 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     far = 2**24 + 2 * int(rng.integers(0, 1000)) + 1
     pair = tensor(rng, x.shape[0], int(rng.integers(3, 7)), 2)
     what = f"apply_rope(x, offset={far}) for float64 x of shape {tuple(pair.shape)}"
+    own = frequencies_own(submission, pair, offset=far)
     observed, candidates = rotated(submission, mistakes, pair, what, offset=far)
     expect_rotation(
-        submission,
         observed,
         pair,
         f"{what} (positions past 2**24 need float64 or integer positions)",
         candidates,
+        own,
         offset=far,
     )
 
@@ -234,6 +243,7 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
     # contract's 1e-5 for every seed; angles in float64 stay within 1e-6 at any position.
     offset = int(rng.integers(2000, 5000))
     what = f"apply_rope(x, offset={offset}) for float32 x"
+    own = frequencies_own(submission, x, offset=offset)
     answer = call_checked(submission, mistakes, "apply_rope", x, offset=offset)
     ensure(
         isinstance(answer.value, torch.Tensor) and answer.value.dtype == torch.float32,
@@ -241,7 +251,7 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
         f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
     )
     observed = as_array(answer.value, what, allow=("tensor",))
-    expect_rotation(submission, observed, x, what, answer.candidates, ATOL32, offset=offset)
+    expect_rotation(observed, x, what, answer.candidates, own, ATOL32, offset=offset)
     # "Returns a new tensor ...; x is not modified": x as it is in the notebook after the call.
     function = submission.module_getattr("apply_rope")
     _, after = submission.probe("inputs_after", function, [x], {"offset": offset})
@@ -398,10 +408,11 @@ def compare_on_seeded_weights(
             )
 
         what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
+        own = asked_before(theirs)
         expect_close_or_own(
             student_output(module, x, what, causal=causal),
             module_output(ref.RoPEAttention, sizes, weights, run),
-            theirs,
+            own,
             what,
             atol=1e-4,
             rtol=1e-4,
@@ -480,16 +491,19 @@ def test_relative_scores_match_the_formula(submission, mistakes, rng):
     q, k = tensor(rng, head_dim), tensor(rng, head_dim)
     base = float(rng.uniform(20, 200))
     what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
-    answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
-    expect_close_or_own(
-        as_array(answer.value, what, allow=("tensor",)),
-        ref.relative_scores(q, k, positions, base=base),
+    own = asked_before(
         lambda: with_their_rope(
             submission,
             lambda: ref.relative_scores(q, k, positions, base=base).numpy(),
             atol=ATOL64,
             rtol=0,
-        ),
+        )
+    )
+    answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
+    expect_close_or_own(
+        as_array(answer.value, what, allow=("tensor",)),
+        ref.relative_scores(q, k, positions, base=base),
+        own,
         what,
         atol=ATOL64,
         rtol=0,

@@ -34,7 +34,12 @@ from autograder.authoring.modules import (
     module_outputs,
     without_raised,
 )
-from autograder.authoring.upstream import UNUSABLE, expect_close_or_own, on_the_contracts
+from autograder.authoring.upstream import (
+    UNUSABLE,
+    asked_before,
+    expect_close_or_own,
+    on_the_contracts,
+)
 from autograder.core.errors import StudentError
 from autograder.exercises.ex7_kv_cache import reference as ref
 
@@ -411,23 +416,27 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
         return torch.cat([reference_model(chunk, cache) for chunk in chunks], dim=1).numpy()
 
     what = f"TinyLM{sizes}(tokens) on its own weights"
+    own = asked_before(
+        lambda: own_composition(submission, model, weights, [tokens], use_cache=False)
+    )
     expect_close_or_own(
         as_array(model(tokens), what, allow=("tensor",)),
         module_output(ref.TinyLM, sizes, weights, run),
-        lambda: own_composition(submission, model, weights, [tokens], use_cache=False),
+        own,
         what,
         atol=1e-4,
         rtol=1e-4,
         mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run)),
     )
     what = f"TinyLM{sizes} fed {prefill} tokens and then {7 - prefill} more with one KVCache"
+    own = asked_before(lambda: own_composition(submission, model, weights, chunks, use_cache=True))
     cache = submission.call("KVCache")
     expect_close_or_own(
         np.concatenate(
             [as_array(model(chunk, cache), what, allow=("tensor",)) for chunk in chunks], axis=1
         ),
         module_output(ref.TinyLM, sizes, weights, run_cached),
-        lambda: own_composition(submission, model, weights, chunks, use_cache=True),
+        own,
         f"{what} (the cache goes on to attn)",
         atol=1e-4,
         rtol=1e-4,
@@ -508,6 +517,9 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
 
         expected = module_output(ref.TinyLM, sizes, weights, run, dtype=torch.float32)
         what = f"generate(model, prompt {tuple(prompt.shape)}, {n_new}, use_cache={use_cache})"
+        own = asked_before(
+            lambda use_cache=use_cache: decoded_here(submission, model, prompt, n_new, use_cache)
+        )
         got = as_array(
             submission.call("generate", model, prompt, n_new, use_cache=use_cache),
             what,
@@ -529,7 +541,7 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
         expect_close_or_own(
             got,
             expected,
-            lambda use_cache=use_cache: decoded_here(submission, model, prompt, n_new, use_cache),
+            own,
             what,
             atol=0,
             rtol=0,
@@ -549,6 +561,10 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
     the grader's own decoding of that model."""
     _, model, _, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(6, 12))
+    decodings = [
+        asked_before(lambda c=c: decoded_here(submission, model, prompt, n_new, c))
+        for c in (True, False)
+    ]
     cached = as_array(
         submission.call("generate", model, prompt, n_new, use_cache=True),
         "generate with the cache",
@@ -562,7 +578,7 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
 
     def own() -> np.ndarray | None:
         """`cached` when each is the grader's own decoding of this model and those differ."""
-        theirs = [decoded_here(submission, model, prompt, n_new, c) for c in (True, False)]
+        theirs = [decoded() for decoded in decodings]
         agree = (
             all(o is not None for o in theirs)
             and not close(theirs[0], theirs[1], atol=0, rtol=0)

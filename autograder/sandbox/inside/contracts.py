@@ -1,6 +1,7 @@
 """Stand-ins that the checks swap into a notebook for a function or class whose contract states
 it exactly, where the notebook's own is wrong, while the checks of what is built on it run
-(`authoring.upstream.on_the_contracts`): a fault is then charged once, to its own checks."""
+(`authoring.upstream.on_the_contracts`): a fault is then charged once, to its own checks.
+The child adds them to the probes (`STAND_INS`)."""
 
 
 def contract_causal_mask():
@@ -34,3 +35,9 @@ def contract_kv_cache():
             return 0 if self.k is None else self.k.shape[-2]
 
     return KVCache
+
+
+STAND_INS = {
+    "contract_causal_mask": contract_causal_mask,
+    "contract_kv_cache": contract_kv_cache,
+}

@@ -8,8 +8,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import contracts
-
 
 def _text(items) -> list[str]:
     return [item.get_text() for item in items]
@@ -394,7 +392,3 @@ def runs_through(model, path, *args) -> int:
 
 
 PROBES["runs_through"] = runs_through
-
-
-PROBES["contract_causal_mask"] = contracts.contract_causal_mask
-PROBES["contract_kv_cache"] = contracts.contract_kv_cache
