@@ -33,11 +33,14 @@ def load_into(
     its output projection, say) would otherwise be compared with a reference of its choosing.
     The one exception is a pair in `may_tie` (keys of the same shape that a correct module may
     share, as tied input and output embeddings do): where the module holds one Parameter under
-    both names (the `module_summary` probe of `submission`) and, after loading, one of the
-    pair's loaded values under both, both are loaded with that value again (and the reference
-    runs on it). A module that copies one onto the other while loading shares nothing and is
-    failed as before (an independent attacker hid swapped matrices that way)."""
-    weights = _tied(module, weights, may_tie, submission) if may_tie else weights
+    both names (the `module_summary` probe of `submission`), both are loaded with one value
+    (and the reference runs on it). A module that copies one onto the other while loading
+    shares nothing and is failed as before (an independent attacker hid swapped matrices that
+    way)."""
+    if may_tie:
+        if submission is None:
+            raise TypeError("load_into(may_tie=...) needs the submission (its module_summary)")
+        weights = _tied(module, weights, may_tie, submission)
     module.call("load_state_dict", weights, strict=False)
     module.call("eval")
     state = module.call("state_dict")
@@ -64,32 +67,25 @@ def _tied(
     pairs: Sequence[tuple[str, str]],
     submission: Any,
 ) -> dict[str, torch.Tensor]:
-    """`weights`, with each pair of `pairs` that the module shares (one Parameter under both
-    names, and loading both left the same one of the two values under both) given that one
-    value."""
-    summary = submission.probe("module_summary", module) if submission is not None else None
-    shared = summary.get("shared_parameters") if isinstance(summary, dict) else None
+    """`weights`, with each pair of `pairs` that the module holds as one Parameter under both
+    names (`shared_parameters` of the `module_summary` probe) given the first one's value:
+    loading both into one Parameter could leave only one of them anyway. `load_into` then
+    checks that the module holds what was loaded, as for any other weight."""
+    shared = _summary(submission, module).get("shared_parameters")
     held_together = (
-        {tuple(names) for names in shared if isinstance(names, list)} if shared else set()
+        {tuple(names) for names in shared if isinstance(names, list)}
+        if isinstance(shared, list)
+        else set()
     )
-    module.call("load_state_dict", weights, strict=False)
-    state = module.call("state_dict")
-    if not isinstance(state, dict):
-        return weights
     tied = dict(weights)
     for first, second in pairs:
-        if tuple(sorted((first, second))) not in held_together:
-            continue
-        held = [value for value in (state.get(first), state.get(second)) if torch.is_tensor(value)]
-        if len(held) != 2 or first not in weights or second not in weights:
-            continue
-        for key in (first, second):
-            loaded = weights[key]
-            if all(
-                value.shape == loaded.shape and torch.equal(value, loaded.to(value.dtype))
-                for value in held
-            ):
-                tied[first] = tied[second] = loaded
+        if (
+            tuple(sorted((first, second))) in held_together
+            and first in weights
+            and second in weights
+            and weights[first].shape == weights[second].shape
+        ):
+            tied[second] = weights[first]
     return tied
 
 
@@ -266,12 +262,22 @@ def expect_batches(
     )
 
 
-def trainable_parameters(submission: Any, module: Handle) -> int | None:
-    """The trainable parameter count of the student's module (the `module_summary` probe; None
-    where it gives no count)."""
+def _summary(submission: Any, module: Handle) -> dict:
+    """The `module_summary` probe of the student's module ({} where it answers otherwise)."""
     summary = submission.probe("module_summary", module)
-    count = summary.get("trainable_parameters") if isinstance(summary, dict) else None
+    return summary if isinstance(summary, dict) else {}
+
+
+def parameter_count(submission: Any, module: Handle, *, trainable: bool) -> int | None:
+    """The (trainable) parameter count of the student's module, each shared Parameter once (the
+    `module_summary` probe; None where it gives no count)."""
+    count = _summary(submission, module).get("trainable_parameters" if trainable else "parameters")
     return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def trainable_parameters(submission: Any, module: Handle) -> int | None:
+    """The trainable parameter count of the student's module (None where the probe gives none)."""
+    return parameter_count(submission, module, trainable=True)
 
 
 def weights_of(module: Handle) -> dict[str, torch.Tensor]:

@@ -34,6 +34,7 @@ from autograder.authoring.modules import (
     load_into,
     module_output,
     module_outputs,
+    parameter_count,
     trained_in_batches,
     weights_of,
 )
@@ -260,7 +261,7 @@ def test_scaled_dot_weights_and_no_parameters(submission, mistakes, rng):
     # counted after a forward pass as well: a parameter made on the first call is one too
     annotations = torch.from_numpy(rng.normal(size=(2, 3, dim))).float()
     module(annotations, torch.from_numpy(rng.normal(size=(2, dim))).float())
-    count = submission.probe("module_summary", module).get("parameters")
+    count = parameter_count(submission, module, trainable=False)
     # no parameters, trainable or not: a buffer (a persistent scale, say) is no parameter
     ensure(count == 0, f"ScaledDotAttention({dim}) should have no parameters, has {count}")
 
