@@ -1,28 +1,24 @@
-"""One fault, charged once: the reference's answer computed with the student's own upstream
-functions in place of the reference's, for the checks of a function built on them (see
-CONTRIBUTING.md, "One fault, charged once", and `expect_close_or_own` below).
+"""One fault, charged once (see CONTRIBUTING.md, "One fault, charged once").
 
-The grader computes it before the student's downstream function is called and again after it
-has answered, and trusts it only when both agree (`asked_before`: stateful upstream code cannot
-answer the grader with values the downstream function left for it), and such a pass is paid
-only when one of the check's `upstream` checks fails (`check(upstream=...)`, settled by the
-grading plugin): the student's upstream code is trusted only where a fault in it is charged.
-Reference modules are patched for the duration of one computation; gradings in one process
-take turns, so no other check sees the patch."""
+A check of code built on a function or class that the contract states exactly runs, where the
+notebook's own raises or answers wrongly, with the contract's version swapped in
+(`on_the_contracts`; the stand-ins are the child's `contracts.py`): the fault is charged to its
+own checks, and what is built on it is judged against the reference on parts that work. The
+notebook's upstream code then plays no part in that judgement, so it cannot buy a pass for
+wrong code built on it: an earlier design judged the downstream function against the reference
+computed with the notebook's own upstream code, and independent attackers' upstream code told
+the grader's calls from the notebook's (by their inputs, the call stack, or argument style) and
+answered them so that wrong code "matched".
+
+`set_aside` is the other way, for a check whose verdict another check settles (ex8's training,
+paid only when its module's value check fails)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterable, Mapping
-from types import ModuleType
+from collections.abc import Callable
 from typing import Any
-from unittest import mock
 
-import numpy as np
-
-from autograder.authoring.catalogue import Mistake
-from autograder.authoring.expect import close, expect_close
 from autograder.core.errors import CheckFailed, StudentError
 from autograder.grading.set_aside import CURRENT
 
@@ -39,62 +35,6 @@ UNUSABLE: tuple[type[Exception], ...] = (
 )
 
 
-def student_function(submission: Any, name: str) -> Callable[..., Any]:
-    """A parent-side callable that runs the notebook's `name` (in the child) and returns what it
-    returned (plain data and tensors as they come back). The name is looked up at the call, so
-    a notebook without it fails inside `answer_with` (no answer) and nowhere else."""
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return submission.module_getattr(name)(*args, **kwargs)
-
-    return call
-
-
-def answer_with(
-    reference: ModuleType,
-    replacements: Mapping[str, Callable[..., Any]],
-    compute: Callable[[], Any],
-) -> Any | None:
-    """`compute()` with the reference module's functions named in `replacements` replaced;
-    None when it fails on what the replacements returned."""
-    try:
-        with contextlib.ExitStack() as stack:
-            for name, replacement in replacements.items():
-                stack.enter_context(mock.patch.object(reference, name, replacement))
-            return compute()
-    except UNUSABLE:
-        return None
-
-
-def asked_before(compute: Callable[[], Any]) -> Callable[[], Any]:
-    """The `own` of `expect_close_or_own`, made BEFORE the student's downstream function is
-    called: `compute()` (the reference's answer with the student's own upstream code) is asked
-    now, and again when `own` is asked (after the downstream function has answered); `own`
-    gives it only when both agree exactly. Upstream code that keeps state could otherwise answer
-    the grader's computation with values that the downstream function left for it (an
-    independent attacker's apply_rope replayed what made a wrong attention "match", and a
-    TinyLM replayed generate's own answer): before the downstream call there is nothing to
-    replay yet, and a deterministic function answers the same twice."""
-    before = compute()
-
-    def own() -> Any:
-        if before is None:
-            return None
-        after = compute()
-        return after if _identical(before, after) else None
-
-    return own
-
-
-def _identical(a: Any, b: Any) -> bool:
-    if isinstance(a, list | tuple | dict) or isinstance(b, list | tuple | dict):
-        return bool(a == b)
-    try:
-        return bool(np.array_equal(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
-    except (TypeError, ValueError):
-        return False
-
-
 def set_aside(verdict: CheckFailed) -> None:
     """Pass, for now, where the reference failed the answer with `verdict`: it is right for the
     student's own upstream code. Outside a grading run (nothing settles it later) it fails."""
@@ -102,30 +42,6 @@ def set_aside(verdict: CheckFailed) -> None:
     if pending is None:
         raise verdict
     pending.verdicts.append(verdict)
-
-
-def expect_close_or_own(
-    observed: Any,
-    expected: Any,
-    own: Callable[[], Any],
-    what: str,
-    *,
-    atol: float,
-    rtol: float,
-    mistakes: Iterable[tuple[Mistake, object]] = (),
-    pick: Callable = lambda value: value,
-) -> None:
-    """`expect_close` against the reference; where that fails but `observed` matches `own()`
-    (the reference's answer computed with the student's own upstream code, None where there is
-    none to trust; asked only then, after the student's function has answered), the verdict is
-    set aside (`set_aside`)."""
-    try:
-        expect_close(observed, expected, what, atol=atol, rtol=rtol, mistakes=mistakes, pick=pick)
-    except CheckFailed as failure:
-        theirs = own()
-        if theirs is None or not close(observed, theirs, atol=atol, rtol=rtol):
-            raise
-        set_aside(failure)
 
 
 def on_the_contracts(

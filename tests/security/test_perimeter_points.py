@@ -693,3 +693,28 @@ def test_upstream_code_cannot_replay_the_graders_own_computation(exercise, check
     report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"))
     results = {c.name: c for c in report.checks}
     assert all(not results[name].passed for name in checks), [results[n] for n in checks]
+
+
+@pytest.mark.parametrize(
+    "exercise",
+    [
+        pytest.param("ex6_rope", marks=pytest.mark.ex6),
+        pytest.param("ex7_kv_cache", marks=pytest.mark.ex7),
+        pytest.param("ex4_gqa_analysis", marks=pytest.mark.ex4),
+    ],
+)
+def test_upstream_code_that_recognises_the_graders_calls_gains_nothing(exercise, tmp_path):
+    """Upstream code that tells the grader's calls from the notebook's own (by inputs, the call
+    stack, or argument style) must not score above the honest notebook with the same bugs: the
+    downstream checks are judged on the contract's upstream code, never on answers the
+    notebook's upstream code gives the grader."""
+    from tests.support import recognising_attacks
+
+    prefix = exercise.split("_")[0].upper()
+    scores = {}
+    for kind in ("ATTACK", "HONEST"):
+        cells = getattr(recognising_attacks, f"{prefix}_{kind}")
+        notebook = source_notebook(exercise, replace=cells)
+        path = write_notebook(notebook, tmp_path / kind / f"{exercise}.ipynb")
+        scores[kind] = grade_notebook(path).score
+    assert scores["ATTACK"] <= scores["HONEST"] < 8, scores

@@ -30,13 +30,8 @@ from autograder.authoring.modules import (
     student_output,
     without_raised,
 )
-from autograder.authoring.upstream import (
-    answer_with,
-    asked_before,
-    expect_close_or_own,
-    student_function,
-)
-from autograder.core.errors import CheckFailed
+from autograder.authoring.upstream import on_the_contracts
+from autograder.core.errors import CheckFailed, StudentError
 from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
@@ -72,60 +67,70 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
     return observed, answer.candidates
 
 
-ROTATED = 0.1  # how far from x the rotation with a notebook's own frequencies must take it
+def rotation_is_wrong(submission, x: torch.Tensor, **kwargs) -> bool:
+    """Whether the notebook's apply_rope(x, **kwargs) raises or answers other than the contract
+    (float64 x, at the contract's 1e-9)."""
+    try:
+        value = submission.call("apply_rope", x, **kwargs)
+        observed = as_array(value, "apply_rope(x)", allow=("tensor",))
+    except (StudentError, CheckFailed):
+        return True
+    expected = ref.apply_rope(x, **kwargs).numpy()
+    return observed.shape != expected.shape or not close(observed, expected, atol=ATOL64, rtol=0)
 
 
-def with_their_frequencies(submission, compute: Callable[[], torch.Tensor]) -> np.ndarray | None:
-    """`compute()` (the reference's apply_rope) with the student's rope_frequencies in place of
-    the reference's, as float64: apply_rope's checks accept it (paid only when a frequency
-    check fails, FREQUENCY_CHECKS), so that a wrong formula is charged to rope_frequencies and
-    not again to a rotation that is right for it. None when their frequencies are not positive
-    finite numbers of the right shape: an angle of 0 leaves its pair unrotated, and an
-    apply_rope that changes nothing must not be paid by frequencies of 0, nor of 2*pi (a whole
-    turn per position), so their frequencies must lie in (0, 1] (theta_0 = 1 in the formula,
-    and every catalogued formula mistake stays there) and their answer must rotate x visibly
-    (by more than ROTATED somewhere: angles so small that cos rounds to 1 in float32 would
-    otherwise pay a float32 rotation, as an independent attacker showed). None as well when
-    their frequencies pass as the formula's (float32 ones do, at rtol 1e-6): then the float64
-    precision that apply_rope's contract asks for is apply_rope's to keep (named mistake
-    `float32_frequencies`)."""
-    student = student_function(submission, "rope_frequencies")
-    formula = ref.rope_frequencies  # the reference's own, not the patched one
+def wrong_frequencies(submission) -> bool:
+    """Whether the notebook's rope_frequencies raises or misses the formula where its own check
+    would (rtol 1e-6: float32 frequencies pass, and then keeping float64 precision is
+    apply_rope's to do, named `float32_frequencies`)."""
+    for head_dim, base in ((6, 10000.0), (10, 137.5), (16, 10000.0)):
+        try:
+            value = submission.call("rope_frequencies", head_dim, base=base)
+            theta = as_array(value, "rope_frequencies", allow=("tensor",))
+        except (StudentError, CheckFailed):
+            return True
+        expected = ref.rope_frequencies(head_dim, base).numpy()
+        if theta.shape != expected.shape or not close(theta, expected, atol=0.0, rtol=1e-6):
+            return True
+    return False
 
-    def their_frequencies(head_dim, base=10000.0):
-        theta = as_array(student(head_dim, base), "rope_frequencies", allow=("tensor",))
-        if theta.shape != (head_dim // 2,) or not np.all((theta > 0) & (theta <= 1)):
-            raise CheckFailed("rope_frequencies returned something else", None)
-        if close(theta, formula(head_dim, base).numpy(), atol=0.0, rtol=1e-6):
-            raise CheckFailed("rope_frequencies is right: nothing to set aside", None)
-        return torch.from_numpy(theta.astype(np.float64))
 
-    answer = answer_with(ref, {"rope_frequencies": their_frequencies}, compute)
-    unrotated = answer_with(
-        ref, {"rope_frequencies": lambda d, base=10000.0: torch.zeros(d // 2)}, compute
+def wrong_rotation(submission) -> bool:
+    """Whether the notebook's apply_rope raises or answers other than the contract on a float64
+    x (B, H, T, head_dim), at offset 0 with the default base and at an offset with another."""
+    x = torch.from_numpy(np.random.default_rng(6).normal(size=(2, 3, 5, 8)))
+    return rotation_is_wrong(submission, x) or rotation_is_wrong(
+        submission, x, offset=7, base=137.5
     )
-    if answer is None or unrotated is None or close(answer, unrotated, atol=ROTATED, rtol=0):
-        return None
-    return np.asarray(answer.numpy(), dtype=np.float64)
 
 
-def frequencies_own(submission, x: torch.Tensor, **kwargs) -> Callable[[], np.ndarray | None]:
-    """The reference's apply_rope(x, **kwargs) with the student's own frequencies, asked before
-    the student's apply_rope is called (and again after: `asked_before`)."""
-    return asked_before(
-        lambda: with_their_frequencies(submission, lambda: ref.apply_rope(x.double(), **kwargs))
-    )
+# One fault, charged once: apply_rope is built on rope_frequencies, and RoPEAttention and
+# relative_scores on apply_rope. Where the notebook's upstream function raises or answers other
+# than its contract, the contract's own is swapped in while the checks of what is built on it
+# run (`on_the_contracts`): a fault is charged to its own checks, and what is built on it is
+# judged, against the reference, on an upstream function that works. The notebook's upstream
+# code then plays no part in that judgement, so it cannot buy a pass for code built on it (an
+# independent attacker's apply_rope recognised the grader's reference computations "with your
+# own apply_rope" and answered them to match a wrong attention).
+on_contract_frequencies = on_the_contracts(
+    "rope_frequencies", "contract_rope_frequencies", wrong_frequencies
+)
+on_a_contract_rotation = on_the_contracts("apply_rope", "contract_apply_rope", wrong_rotation)
+
+
+def on_a_working_rope(check_function: Callable) -> Callable:
+    """Frequencies first: an apply_rope that is right on the contract's frequencies is then
+    judged as it is."""
+    return on_contract_frequencies(on_a_contract_rotation(check_function))
 
 
 def expect_rotation(
-    observed, x: torch.Tensor, what: str, candidates, own, atol: float = ATOL64, **kwargs
+    observed, x: torch.Tensor, what: str, candidates, atol: float = ATOL64, **kwargs
 ) -> None:
-    """The student's apply_rope(x, **kwargs) against the reference's (on x as float64), or,
-    where only that fails, against `own` (`frequencies_own`, made before the call)."""
-    expect_close_or_own(
+    """The student's apply_rope(x, **kwargs) against the reference's (on x as float64)."""
+    expect_close(
         observed,
         ref.apply_rope(x.double(), **kwargs),
-        own,
         what,
         atol=atol,
         rtol=0,
@@ -134,9 +139,6 @@ def expect_rotation(
 
 
 # -- rope_frequencies ----------------------------------------------------------------------------
-FREQUENCY_CHECKS = ("test_rope_frequencies_match_the_formula",)
-
-
 @check(points=0.75, grade_id="check_rope_frequencies")
 def test_rope_frequencies_match_the_formula(submission, mistakes, rng):
     for head_dim, base in zip(
@@ -174,35 +176,33 @@ def test_rope_frequencies_rejects_an_odd_head_dim(submission, mistakes, rng):
 
 
 # -- apply_rope ----------------------------------------------------------------------------------
-@check(points=1.0, grade_id="check_apply_rope", upstream=FREQUENCY_CHECKS)
+@check(points=1.0, grade_id="check_apply_rope")
+@on_contract_frequencies
 def test_apply_rope_matches_the_formula(submission, mistakes, rng):
     x = rope_input(rng)
     what = f"apply_rope(x) for x of shape {tuple(x.shape)} (float64)"
-    own = frequencies_own(submission, x)
     observed, candidates = rotated(submission, mistakes, x, what)
-    expect_rotation(observed, x, what, candidates, own)
+    expect_rotation(observed, x, what, candidates)
     base = float(rng.uniform(100, 1000))
     what = f"apply_rope(x, base={base:g})"
-    own = frequencies_own(submission, x, base=base)
     observed, candidates = rotated(submission, mistakes, x, what, base=base)
-    expect_rotation(observed, x, what, candidates, own, base=base)
+    expect_rotation(observed, x, what, candidates, base=base)
 
 
 @check(
     points=0.5,
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
-    upstream=FREQUENCY_CHECKS,
 )
+@on_contract_frequencies
 def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     """apply_rope(x, offset=p) equals rows p, p+1, ... of the rotation of a sequence that has
     p rows in front: the property a KV cache relies on."""
     x = rope_input(rng)
     offset = int(rng.integers(3, 40))
     what = f"apply_rope(x, offset={offset})"
-    own = frequencies_own(submission, x, offset=offset)
     observed, candidates = rotated(submission, mistakes, x, what, offset=offset)
-    expect_rotation(observed, x, what, candidates, own, offset=offset)
+    expect_rotation(observed, x, what, candidates, offset=offset)
     longer = torch.cat([tensor(rng, *x.shape[:-2], offset, x.shape[-1]), x], dim=-2)
     whole, _ = rotated(submission, mistakes, longer, "apply_rope of the longer sequence")
     expect_close(
@@ -219,14 +219,12 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     far = 2**24 + 2 * int(rng.integers(0, 1000)) + 1
     pair = tensor(rng, x.shape[0], int(rng.integers(3, 7)), 2)
     what = f"apply_rope(x, offset={far}) for float64 x of shape {tuple(pair.shape)}"
-    own = frequencies_own(submission, pair, offset=far)
     observed, candidates = rotated(submission, mistakes, pair, what, offset=far)
     expect_rotation(
         observed,
         pair,
         f"{what} (positions past 2**24 need float64 or integer positions)",
         candidates,
-        own,
         offset=far,
     )
 
@@ -235,15 +233,14 @@ def test_apply_rope_offset_continues_the_positions(submission, mistakes, rng):
     points=0.5,
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
-    upstream=FREQUENCY_CHECKS,
 )
+@on_contract_frequencies
 def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
     x = rope_input(rng, dtype=torch.float32)
     # Positions far enough that angles rounded to float32 (ulp >= 1.2e-4 rad) miss the
     # contract's 1e-5 for every seed; angles in float64 stay within 1e-6 at any position.
     offset = int(rng.integers(2000, 5000))
     what = f"apply_rope(x, offset={offset}) for float32 x"
-    own = frequencies_own(submission, x, offset=offset)
     answer = call_checked(submission, mistakes, "apply_rope", x, offset=offset)
     ensure(
         isinstance(answer.value, torch.Tensor) and answer.value.dtype == torch.float32,
@@ -251,7 +248,7 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
         f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
     )
     observed = as_array(answer.value, what, allow=("tensor",))
-    expect_rotation(observed, x, what, answer.candidates, own, ATOL32, offset=offset)
+    expect_rotation(observed, x, what, answer.candidates, ATOL32, offset=offset)
     # "Returns a new tensor ...; x is not modified": x as it is in the notebook after the call.
     function = submission.module_getattr("apply_rope")
     _, after = submission.probe("inputs_after", function, [x], {"offset": offset})
@@ -266,6 +263,7 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
 )
+@on_contract_frequencies
 def test_apply_rope_keeps_every_pair_norm(submission, mistakes, rng):
     """A rotation: |(x'_i, x'_i+h)| = |(x_i, x_i+h)| for every pair, at any position."""
     x = rope_input(rng)
@@ -288,6 +286,7 @@ def test_apply_rope_keeps_every_pair_norm(submission, mistakes, rng):
     grade_id="check_apply_rope",
     requires=("test_apply_rope_matches_the_formula",),
 )
+@on_contract_frequencies
 def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng):
     """rope(q at m) . rope(k at n) = rope(q at m + s) . rope(k at n + s), from the student's own
     rotations."""
@@ -308,36 +307,6 @@ def test_apply_rope_scores_depend_only_on_the_distance(submission, mistakes, rng
         atol=1e-8,
         rtol=1e-8,
     )
-
-
-# -- one fault charged once -----------------------------------------------------------------------
-# RoPEAttention and relative_scores call the notebook's own apply_rope. Where that is wrong, a
-# correct RoPEAttention or relative_scores is also accepted when it gives the reference's answer
-# computed with the student's apply_rope (called in the notebook) in place of the reference's:
-# the rotation's fault is charged to apply_rope's checks, not again to theirs. Not when that
-# answer is the one without any rotation (an apply_rope that changes nothing would otherwise pay
-# a RoPEAttention that never calls it). The grader computes it only after the student's function
-# has answered, and such a pass is paid only when a rotation check fails (ROTATION_CHECKS).
-def with_their_rope(
-    submission, compute: Callable[[], np.ndarray], *, atol: float, rtol: float
-) -> np.ndarray | None:
-    """`compute()` (a reference computation) with the student's apply_rope in place of the
-    reference's; None when that raises, returns something else, or rotates nothing: when the
-    answer is, within ten times the comparison's tolerance (`atol`, `rtol`), the one without
-    any rotation (else an attention that never rotates would match it)."""
-    student = student_function(submission, "apply_rope")
-
-    def their_rope(x, offset=0, base=10000.0):
-        out = as_array(student(x, offset=offset, base=base), "apply_rope(x)", allow=("tensor",))
-        if out.shape != tuple(x.shape) or not np.issubdtype(out.dtype, np.floating):
-            raise CheckFailed("apply_rope(x) returned something else", None)
-        return torch.from_numpy(out.astype(np.float64)).to(x.dtype)
-
-    theirs = answer_with(ref, {"apply_rope": their_rope}, compute)
-    unrotated = answer_with(ref, {"apply_rope": lambda x, offset=0, base=10000.0: x}, compute)
-    if theirs is None or unrotated is None:
-        return None
-    return None if close(theirs, unrotated, atol=10 * atol, rtol=10 * rtol) else theirs
 
 
 # -- RoPEAttention -------------------------------------------------------------------------------
@@ -361,14 +330,8 @@ def seeded_weights(rng: np.random.Generator, d_model: int) -> dict[str, torch.Te
     }
 
 
-ROTATION_CHECKS = (
-    "test_rope_frequencies_match_the_formula",
-    "test_apply_rope_matches_the_formula",
-    "test_apply_rope_offset_continues_the_positions",
-)
-
-
-@check(points=1.5, grade_id="check_rope_attention", upstream=ROTATION_CHECKS)
+@check(points=1.5, grade_id="check_rope_attention")
+@on_a_working_rope
 def test_rope_attention_matches_the_reference_on_its_weights(submission, mistakes, rng):
     batch, length, d_model, heads = attention_sizes(rng)
     compare_on_seeded_weights(submission, mistakes, rng, batch, length, (d_model, heads))
@@ -399,20 +362,10 @@ def compare_on_seeded_weights(
         def run(reference_module, causal=causal):
             return reference_module(x.double(), causal=causal).numpy()
 
-        def theirs(run=run) -> np.ndarray | None:
-            return with_their_rope(
-                submission,
-                lambda: module_output(ref.RoPEAttention, sizes, weights, run),
-                atol=1e-4,
-                rtol=1e-4,
-            )
-
         what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
-        own = asked_before(theirs)
-        expect_close_or_own(
+        expect_close(
             student_output(module, x, what, causal=causal),
             module_output(ref.RoPEAttention, sizes, weights, run),
-            own,
             what,
             atol=1e-4,
             rtol=1e-4,
@@ -425,6 +378,7 @@ def compare_on_seeded_weights(
     grade_id="check_rope_attention",
     requires=("test_rope_attention_matches_the_reference_on_its_weights",),
 )
+@on_a_working_rope
 def test_rope_attention_projections_and_sizes(submission, mistakes, rng):
     _, _, d_model, heads = attention_sizes(rng)
     state = submission.call("RoPEAttention", d_model, heads).call("state_dict")
@@ -457,6 +411,7 @@ def test_rope_attention_projections_and_sizes(submission, mistakes, rng):
     grade_id="check_rope_attention",
     requires=("test_rope_attention_matches_the_reference_on_its_weights",),
 )
+@on_a_working_rope
 def test_rope_attention_is_causal_and_sees_order(submission, rng):
     """Causal: changing the last token changes no earlier output. Positions: unlike attention
     without positions, reversing the order of the tokens does not just reverse the outputs."""
@@ -485,25 +440,17 @@ def test_rope_attention_is_causal_and_sees_order(submission, rng):
 
 
 # -- relative_scores -----------------------------------------------------------------------------
-@check(points=1.0, grade_id="check_relative_scores", upstream=ROTATION_CHECKS)
+@check(points=1.0, grade_id="check_relative_scores")
+@on_a_working_rope
 def test_relative_scores_match_the_formula(submission, mistakes, rng):
     head_dim, positions = even_sizes(rng, 2, 3, 12)
     q, k = tensor(rng, head_dim), tensor(rng, head_dim)
     base = float(rng.uniform(20, 200))
     what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
-    own = asked_before(
-        lambda: with_their_rope(
-            submission,
-            lambda: ref.relative_scores(q, k, positions, base=base).numpy(),
-            atol=ATOL64,
-            rtol=0,
-        )
-    )
     answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
-    expect_close_or_own(
+    expect_close(
         as_array(answer.value, what, allow=("tensor",)),
         ref.relative_scores(q, k, positions, base=base),
-        own,
         what,
         atol=ATOL64,
         rtol=0,
@@ -516,6 +463,7 @@ def test_relative_scores_match_the_formula(submission, mistakes, rng):
     grade_id="check_relative_scores",
     requires=("test_relative_scores_match_the_formula",),
 )
+@on_a_working_rope
 def test_relative_scores_depend_only_on_m_minus_n(submission, rng):
     head_dim = even_sizes(rng, 1, 3, 12)[0]
     positions = int(rng.integers(9, 20))

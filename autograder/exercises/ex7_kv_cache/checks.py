@@ -36,8 +36,6 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import (
     UNUSABLE,
-    asked_before,
-    expect_close_or_own,
     on_the_contracts,
 )
 from autograder.core.errors import StudentError
@@ -381,21 +379,86 @@ def tinylm_sizes(rng) -> tuple[int, int, int, int]:
     return vocab, d_model, n_heads, n_kv
 
 
-ATTENTION_CHECKS = (
-    "test_kv_cache_appends_along_time",
-    "test_cached_attention_matches_the_reference_without_a_cache",
-    "test_cached_attention_every_split_equals_the_whole",
-    "test_cached_attention_fills_the_cache",
+def wrong_attention(submission) -> bool:
+    """Whether the notebook's CachedSelfAttention raises or answers other than the contract on
+    seeded weights: all at once, and in pieces with one KVCache (the contract's where the
+    notebook's is wrong: `on_the_contracts_cache` is applied first)."""
+    rng = np.random.default_rng(7)
+    sizes = (16, 4, 2)  # grouped: repeat and repeat_interleave differ
+    x = torch.from_numpy(rng.normal(size=(2, 6, 16))).float()
+    try:
+        module, weights = student_module(submission, rng, sizes)
+        expected = module_output(
+            ref.CachedSelfAttention, sizes, weights, lambda m: m(x.double()).numpy()
+        )
+        whole = as_array(module(x), "the output", allow=("tensor",))
+        pieces = fed_in_pieces(module, x, [3, 1, 2], submission.call("KVCache"))
+    except UNUSABLE:
+        return True
+    return not (
+        close(whole, expected, atol=1e-4, rtol=1e-4)
+        and close(pieces, expected, atol=1e-4, rtol=1e-4)
+    )
+
+
+def wrong_model(submission) -> bool:
+    """Whether the notebook's TinyLM raises or answers other than the contract on seeded
+    weights: all at once, and a prefill then single tokens with one KVCache."""
+    rng = np.random.default_rng(8)
+    sizes = (23, 16, 4, 2)
+    tokens = torch.from_numpy(rng.integers(0, sizes[0], size=(2, 6)))
+    try:
+        model = submission.call("TinyLM", *sizes)
+        layout = seeded(rng, tinylm_layout(*sizes))
+        weights = load_into(model, layout, may_tie=TIED, submission=submission)
+        expected = module_output(ref.TinyLM, sizes, weights, lambda m: m(tokens).numpy())
+        whole = as_array(model(tokens), "the logits", allow=("tensor",))
+        cache = submission.call("KVCache")
+        pieces = np.concatenate(
+            [
+                as_array(model(tokens[:, start:stop], cache), "the logits", allow=("tensor",))
+                for start, stop in ((0, 4), (4, 5), (5, 6))
+            ],
+            axis=1,
+        )
+    except UNUSABLE:
+        return True
+    return not (
+        close(whole, expected, atol=1e-4, rtol=1e-4)
+        and close(pieces, expected, atol=1e-4, rtol=1e-4)
+    )
+
+
+# One fault, charged once: TinyLM is built on CachedSelfAttention and KVCache, and generate on
+# TinyLM and KVCache. Where the notebook's raises or answers other than its contract, the
+# contract's own is swapped in while the checks of what is built on it run (`on_the_contracts`):
+# what is built on it is judged, against the reference, on parts that work. The notebook's own
+# parts play no part in that judgement (an independent attacker's attention told the grader's
+# calls from its own generate's by the call stack, and made a wrong generate "match" the
+# grader's decoding of the notebook's own model).
+on_contract_attention = on_the_contracts(
+    "CachedSelfAttention", "contract_cached_attention", wrong_attention
 )
-MODEL_CHECKS = (*ATTENTION_CHECKS, "test_tinylm_matches_the_reference_on_its_weights")
+on_contract_model = on_the_contracts("TinyLM", "contract_tinylm", wrong_model)
 
 
-@check(points=1.0, grade_id="check_tinylm", upstream=ATTENTION_CHECKS)
+def on_working_parts(check_function):
+    """TinyLM's check: the cache first (an attention right on the contract's cache is then
+    judged as it is), then the attention."""
+    return on_the_contracts_cache(on_contract_attention(check_function))
+
+
+def on_a_working_model(check_function):
+    """generate's checks: the cache first, then the model."""
+    return on_the_contracts_cache(on_contract_model(check_function))
+
+
+@check(points=1.0, grade_id="check_tinylm")
+@on_working_parts
 def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     """TinyLM on its weights, the whole sequence without a cache and a prefill then the rest
-    with a KVCache: the reference's logits, or head(x + attn(x, cache)) with the student's own
-    `attn` and KVCache where an attention or cache check fails (a fault charged there is not
-    charged again to TinyLM)."""
+    with a KVCache: the reference's logits (on the contract's attention and cache where the
+    notebook's are wrong: `on_working_parts`)."""
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
     state = model.call("state_dict")
@@ -416,86 +479,28 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
         return torch.cat([reference_model(chunk, cache) for chunk in chunks], dim=1).numpy()
 
     what = f"TinyLM{sizes}(tokens) on its own weights"
-    own = asked_before(
-        lambda: own_composition(submission, model, weights, [tokens], use_cache=False)
-    )
-    expect_close_or_own(
+    expect_close(
         as_array(model(tokens), what, allow=("tensor",)),
         module_output(ref.TinyLM, sizes, weights, run),
-        own,
         what,
         atol=1e-4,
         rtol=1e-4,
         mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run)),
     )
     what = f"TinyLM{sizes} fed {prefill} tokens and then {7 - prefill} more with one KVCache"
-    own = asked_before(lambda: own_composition(submission, model, weights, chunks, use_cache=True))
     cache = submission.call("KVCache")
-    expect_close_or_own(
+    expect_close(
         np.concatenate(
             [as_array(model(chunk, cache), what, allow=("tensor",)) for chunk in chunks], axis=1
         ),
         module_output(ref.TinyLM, sizes, weights, run_cached),
-        own,
         f"{what} (the cache goes on to attn)",
         atol=1e-4,
         rtol=1e-4,
     )
 
 
-def own_composition(submission, model, weights, chunks, *, use_cache: bool) -> np.ndarray | None:
-    """head(x + attn(x, cache)) for x = embed(chunk) of each chunk in turn, with the student's
-    own `attn` (and, with `use_cache`, one KVCache of theirs), the embedding and the head being
-    the seeded weights: what a correct TinyLM returns with that attention, right or wrong as it
-    may be. None when the attention or the cache fails or returns something else, and when the
-    attention adds nothing (then a TinyLM that never calls it would pass)."""
-    attn = model.getattr("attn")
-    cache = submission.call("KVCache") if use_cache else None
-    head_w, head_b = weights["head.weight"].double(), weights["head.bias"].double()
-    outputs, plain = [], []
-    try:
-        for chunk in chunks:
-            x = weights["embed.weight"][chunk]
-            attended = as_array(
-                attn(x, cache) if cache is not None else attn(x), "attn(x)", allow=("tensor",)
-            )
-            if attended.shape != tuple(x.shape) or not np.issubdtype(attended.dtype, np.floating):
-                return None
-            residual = x.double() + torch.from_numpy(attended.astype(np.float64))
-            outputs.append((residual @ head_w.T + head_b).numpy())
-            plain.append((x.double() @ head_w.T + head_b).numpy())
-    except UNUSABLE:
-        return None  # hostile or broken output: the reference alone judges
-    own, without = np.concatenate(outputs, axis=1), np.concatenate(plain, axis=1)
-    # within ten times the comparison's tolerance of head(x): the attention adds nothing
-    return None if close(own, without, atol=1e-3, rtol=1e-3) else own
-
-
 # -- generate ------------------------------------------------------------------------------------
-def decoded_here(submission, model, prompt, n_new: int, use_cache: bool) -> np.ndarray | None:
-    """The contract's greedy decoding run by the grader on the student's own model (and, with
-    the cache, a KVCache of their own): what a correct generate returns for that model, right
-    or wrong as the model may be. None when the model or the cache fails."""
-    try:
-        cache = submission.call("KVCache") if use_cache else None
-        tokens = prompt
-        for step in range(n_new):
-            if cache is None:
-                logits = model(tokens)
-            else:
-                logits = model(tokens if step == 0 else tokens[:, -1:], cache)
-            last = as_array(logits, "TinyLM's logits", allow=("tensor",))
-            if last.ndim != 3 or last.shape[0] != len(prompt) or 0 in last.shape:
-                return None
-            if not np.issubdtype(last.dtype, np.floating):
-                return None
-            following = torch.from_numpy(last[:, -1].argmax(axis=-1)).to(prompt.dtype)
-            tokens = torch.cat([tokens, following[:, None]], dim=1)
-    except UNUSABLE:
-        return None  # hostile or broken output: the reference alone judges
-    return tokens.numpy()
-
-
 def decoding_setup(submission, rng):
     sizes = tinylm_sizes(rng)
     model = submission.call("TinyLM", *sizes)
@@ -506,7 +511,8 @@ def decoding_setup(submission, rng):
     return sizes, model, weights, prompt
 
 
-@check(points=0.75, grade_id="check_generate", upstream=MODEL_CHECKS)
+@check(points=0.75, grade_id="check_generate")
+@on_a_working_model
 def test_generate_matches_the_reference(submission, mistakes, rng):
     sizes, model, weights, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(4, 9))
@@ -517,9 +523,6 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
 
         expected = module_output(ref.TinyLM, sizes, weights, run, dtype=torch.float32)
         what = f"generate(model, prompt {tuple(prompt.shape)}, {n_new}, use_cache={use_cache})"
-        own = asked_before(
-            lambda use_cache=use_cache: decoded_here(submission, model, prompt, n_new, use_cache)
-        )
         got = as_array(
             submission.call("generate", model, prompt, n_new, use_cache=use_cache),
             what,
@@ -537,11 +540,9 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
             except Exception:  # noqa: BLE001 - a mistake that raises names nothing here
                 continue
             candidates.append((mistake, output))
-        # right for the model it was given: a fault of the model is charged to its checks
-        expect_close_or_own(
+        expect_close(
             got,
             expected,
-            own,
             what,
             atol=0,
             rtol=0,
@@ -553,18 +554,13 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
     points=0.5,
     grade_id="check_generate",
     requires=("test_generate_matches_the_reference",),
-    upstream=MODEL_CHECKS,
 )
+@on_a_working_model
 def test_generate_with_and_without_the_cache_agree(submission, rng):
-    """Both give the same tokens, unless the student's model itself gives other logits with its
-    cache than without (an attention or cache fault, charged to their checks): then each must be
-    the grader's own decoding of that model."""
+    """Both give the same tokens (on the contract's model and cache where the notebook's are
+    wrong: `on_a_working_model`)."""
     _, model, _, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(6, 12))
-    decodings = [
-        asked_before(lambda c=c: decoded_here(submission, model, prompt, n_new, c))
-        for c in (True, False)
-    ]
     cached = as_array(
         submission.call("generate", model, prompt, n_new, use_cache=True),
         "generate with the cache",
@@ -575,22 +571,9 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
         "generate without",
         allow=("tensor",),
     )
-
-    def own() -> np.ndarray | None:
-        """`cached` when each is the grader's own decoding of this model and those differ."""
-        theirs = [decoded() for decoded in decodings]
-        agree = (
-            all(o is not None for o in theirs)
-            and not close(theirs[0], theirs[1], atol=0, rtol=0)
-            and close(cached, theirs[0], atol=0, rtol=0)
-            and close(recomputed, theirs[1], atol=0, rtol=0)
-        )
-        return cached if agree else None
-
-    expect_close_or_own(
+    expect_close(
         cached,
         recomputed,
-        own,
         f"generate(..., {n_new}) with the cache against without it",
         atol=0,
         rtol=0,
@@ -602,6 +585,7 @@ def test_generate_with_and_without_the_cache_agree(submission, rng):
     grade_id="check_generate",
     requires=("test_generate_matches_the_reference",),
 )
+@on_a_working_model
 def test_generate_runs_without_gradients(submission, mistakes, rng):
     """The contract's "No gradients" gates these points; only a hook sees it (the tokens are
     the same either way)."""
@@ -639,6 +623,7 @@ def test_kv_projections_match_the_formula(submission, mistakes, rng):
     grade_id="check_kv_projections",
     requires=("test_kv_projections_match_the_formula", "test_generate_matches_the_reference"),
 )
+@on_a_working_model
 def test_kv_projections_match_a_hook_on_W_k(submission, mistakes, rng):
     _, model, _, prompt = decoding_setup(submission, rng)
     generate = submission.module_getattr("generate")

@@ -37,7 +37,156 @@ def contract_kv_cache():
     return KVCache
 
 
+def contract_rope_frequencies():
+    """ex6's rope_frequencies as its contract states it (theta_i = base ** (-2i / head_dim),
+    float64; ValueError for an odd head_dim): swapped in while the checks of apply_rope and of
+    what is built on it run, so that a wrong frequency formula is charged to its own checks."""
+    import torch
+
+    def rope_frequencies(head_dim, base=10000.0):
+        if head_dim <= 0 or head_dim % 2:
+            raise ValueError(f"head_dim must be a positive even number, got {head_dim}")
+        return base ** (-(torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+
+    return rope_frequencies
+
+
+def contract_apply_rope():
+    """ex6's apply_rope as its contract states it (each pair (x_i, x_{i+h}) of row t rotated by
+    (offset + t) * theta_i, angles in float64, a new tensor of x's shape and dtype), with its
+    own frequencies (not the notebook's): swapped in while the checks of RoPEAttention and
+    relative_scores run, so that a fault of the rotation is charged to its own checks."""
+    import torch
+
+    frequencies = contract_rope_frequencies()
+
+    def apply_rope(x, offset=0, base=10000.0):
+        half = x.shape[-1] // 2
+        theta = frequencies(x.shape[-1], base)
+        positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+        angles = positions[:, None] * theta[None, :]
+        cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+        first, second = x[..., :half], x[..., half:]
+        return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+    return apply_rope
+
+
+def contract_cached_attention():
+    """ex7's CachedSelfAttention as its contract states it (grouped-query, RoPE at positions
+    len(cache) ..., K after RoPE and V appended to the cache, causal), rotating with the
+    contract's apply_rope: swapped in while TinyLM's check runs, so that a fault of the
+    notebook's attention is charged to its own checks."""
+    import math
+
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+
+    apply_rope = contract_apply_rope()
+
+    class CachedSelfAttention(nn.Module):
+        def __init__(self, d_model, n_heads, n_kv_heads=None, base=10000.0):
+            super().__init__()
+            n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+            if n_heads <= 0 or n_kv_heads <= 0 or d_model % n_heads or n_heads % n_kv_heads:
+                raise ValueError("need d_model % n_heads == 0 and n_heads % n_kv_heads == 0")
+            self.n_heads, self.n_kv_heads = n_heads, n_kv_heads
+            self.head_dim = d_model // n_heads
+            self.base = base
+            self.W_q = nn.Linear(d_model, n_heads * self.head_dim, bias=False)
+            self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+            self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+            self.W_o = nn.Linear(n_heads * self.head_dim, d_model, bias=False)
+
+        def forward(self, x, cache=None):
+            batch, new, _ = x.shape
+            past = 0 if cache is None else len(cache)
+            q = self.W_q(x).view(batch, new, self.n_heads, self.head_dim).transpose(1, 2)
+            k = self.W_k(x).view(batch, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+            v = self.W_v(x).view(batch, new, self.n_kv_heads, self.head_dim).transpose(1, 2)
+            q = apply_rope(q, offset=past, base=self.base)
+            k = apply_rope(k, offset=past, base=self.base)
+            if cache is not None:
+                cache.append(k, v)
+                k, v = cache.k, cache.v
+            group = self.n_heads // self.n_kv_heads
+            k = k.repeat_interleave(group, dim=1)
+            v = v.repeat_interleave(group, dim=1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+            query_positions = torch.arange(past, past + new)[:, None]
+            key_positions = torch.arange(k.shape[2])[None, :]
+            scores = scores.masked_fill(key_positions > query_positions, float("-inf"))
+            out = F.softmax(scores, dim=-1) @ v
+            return self.W_o(out.transpose(1, 2).reshape(batch, new, self.n_heads * self.head_dim))
+
+    return CachedSelfAttention
+
+
+def contract_tinylm():
+    """ex7's TinyLM as its contract states it (head(x + attn(x, cache)), x = embed(tokens)), on
+    the contract's CachedSelfAttention: swapped in while generate's checks run, so that a fault
+    of the notebook's model is charged to its own checks."""
+    import torch.nn as nn
+
+    attention = contract_cached_attention()
+
+    class TinyLM(nn.Module):
+        def __init__(self, vocab_size=32, d_model=32, n_heads=4, n_kv_heads=2):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.attn = attention(d_model, n_heads, n_kv_heads)
+            self.head = nn.Linear(d_model, vocab_size)
+
+        def forward(self, tokens, cache=None):
+            x = self.embed(tokens)
+            return self.head(x + self.attn(x, cache))
+
+    return TinyLM
+
+
+def contract_kv_projection_params():
+    """ex4's kv_projection_params as its contract states it (the K and V weights, no bias)."""
+
+    def kv_projection_params(d_model, n_heads, n_kv_heads):
+        return 2 * d_model * n_kv_heads * (d_model // n_heads)
+
+    return kv_projection_params
+
+
+def contract_kv_cache_bytes():
+    """ex4's kv_cache_bytes as its contract states it: swapped in while the checks of
+    kv_cache_mib and gqa_report run, so that its fault is charged to its own checks."""
+
+    def kv_cache_bytes(
+        seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2
+    ):
+        return 2 * n_layers * batch_size * seq_len * n_kv_heads * head_dim * bytes_per_element
+
+    return kv_cache_bytes
+
+
+def contract_kv_cache_mib():
+    """ex4's kv_cache_mib as its contract states it (kv_cache_bytes / 2**20, computed here)."""
+    kv_cache_bytes = contract_kv_cache_bytes()
+
+    def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
+        return (
+            kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, batch_size, bytes_per_element)
+            / 2**20
+        )
+
+    return kv_cache_mib
+
+
 STAND_INS = {
     "contract_causal_mask": contract_causal_mask,
     "contract_kv_cache": contract_kv_cache,
+    "contract_rope_frequencies": contract_rope_frequencies,
+    "contract_apply_rope": contract_apply_rope,
+    "contract_cached_attention": contract_cached_attention,
+    "contract_tinylm": contract_tinylm,
+    "contract_kv_projection_params": contract_kv_projection_params,
+    "contract_kv_cache_bytes": contract_kv_cache_bytes,
+    "contract_kv_cache_mib": contract_kv_cache_mib,
 }
