@@ -718,3 +718,50 @@ def test_upstream_code_that_recognises_the_graders_calls_gains_nothing(exercise,
         path = write_notebook(notebook, tmp_path / kind / f"{exercise}.ipynb")
         scores[kind] = grade_notebook(path).score
     assert scores["ATTACK"] <= scores["HONEST"] < 8, scores
+
+
+TAKE_FROM_THE_RUNTIME = """import sys
+
+def _taken(factory):
+    try:
+        return getattr(__import__("contracts"), factory)()
+    except Exception:
+        pass
+    probes = sys.modules.get("probes")
+    for name, probe in dict(getattr(probes, "PROBES", {{}})).items():
+        if name == factory:
+            return probe()
+    raise NotImplementedError("nothing to take")
+
+{name} = _taken("{factory}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("exercise", "name", "factory", "check"),
+    [
+        pytest.param(
+            "ex5_causal_mask",
+            "causal_mask",
+            "contract_causal_mask",
+            "test_causal_mask_values",
+            marks=pytest.mark.ex5,
+        ),
+        pytest.param(
+            "ex7_kv_cache",
+            "KVCache",
+            "contract_kv_cache",
+            "test_kv_cache_appends_along_time",
+            marks=pytest.mark.ex7,
+        ),
+    ],
+)
+def test_the_runtime_holds_no_working_part_to_take(exercise, name, factory, check, tmp_path):
+    """The contract's own versions that checks swap in (`on_the_contracts`) are solutions: they
+    reach the sandbox only as source at the moment of a swap, never in its runtime (checks 11
+    had them in the child's `contracts.py`, where `import contracts` took them)."""
+    cell = TAKE_FROM_THE_RUNTIME.format(name=name, factory=factory)
+    notebook = source_notebook(exercise, replace={name: cell})
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
+    (result,) = [c for c in report.checks if c.name == check]
+    assert not result.passed, result

@@ -35,6 +35,7 @@ from autograder.authoring.modules import (
     without_raised,
 )
 from autograder.authoring.upstream import on_the_contracts
+from autograder.exercises.ex4_gqa_analysis import contracts
 from autograder.exercises.ex4_gqa_analysis import reference as ref
 from autograder.grading.submission import StudentError
 
@@ -350,10 +351,12 @@ def wrong_params(submission) -> bool:
     return answers_otherwise(submission, "kv_projection_params", calls, ref.kv_projection_params)
 
 
-on_contract_bytes = on_the_contracts("kv_cache_bytes", "contract_kv_cache_bytes", wrong_bytes)
-on_contract_mib = on_the_contracts("kv_cache_mib", "contract_kv_cache_mib", wrong_mib)
+on_contract_bytes = on_the_contracts(
+    "kv_cache_bytes", contracts.contract_kv_cache_bytes, wrong_bytes
+)
+on_contract_mib = on_the_contracts("kv_cache_mib", contracts.contract_kv_cache_mib, wrong_mib)
 on_contract_params = on_the_contracts(
-    "kv_projection_params", "contract_kv_projection_params", wrong_params
+    "kv_projection_params", contracts.contract_kv_projection_params, wrong_params
 )
 
 

@@ -39,6 +39,7 @@ from autograder.authoring.upstream import (
     on_the_contracts,
 )
 from autograder.core.errors import StudentError
+from autograder.exercises.ex7_kv_cache import contracts
 from autograder.exercises.ex7_kv_cache import reference as ref
 
 pytestmark = pytest.mark.ex7
@@ -166,7 +167,7 @@ def wrong_cache(submission) -> bool:
 # The checks of an attention that keeps its keys and values in the notebook's KVCache run on the
 # contract's KVCache where the notebook's is wrong: a fault of KVCache is charged to its own check
 # only (an independent review found a __len__ of the heads axis charged 2.0 points more there).
-on_the_contracts_cache = on_the_contracts("KVCache", "contract_kv_cache", wrong_cache)
+on_the_contracts_cache = on_the_contracts("KVCache", contracts.contract_kv_cache, wrong_cache)
 
 
 @check(points=1.0, grade_id="check_kv_cache")
@@ -437,9 +438,9 @@ def wrong_model(submission) -> bool:
 # calls from its own generate's by the call stack, and made a wrong generate "match" the
 # grader's decoding of the notebook's own model).
 on_contract_attention = on_the_contracts(
-    "CachedSelfAttention", "contract_cached_attention", wrong_attention
+    "CachedSelfAttention", contracts.contract_cached_attention, wrong_attention
 )
-on_contract_model = on_the_contracts("TinyLM", "contract_tinylm", wrong_model)
+on_contract_model = on_the_contracts("TinyLM", contracts.contract_tinylm, wrong_model)
 
 
 def on_working_parts(check_function):

@@ -13,15 +13,12 @@ import sys
 import types
 import warnings
 
-import contracts
 import failures
 import probes
 import shell
 import wire
 from failures import cell_filename, describe, stopped_earlier
 from shell import Shell, ipython_to_python
-
-probes.PROBES.update(contracts.STAND_INS)
 
 MAX_REPR = 200
 # What one demo cell may show (the parent checks again: the child is not trusted with limits).
@@ -33,12 +30,12 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    names = ("probes", "contracts", "wire", "failures", "shell")
+    names = ("probes", "wire", "failures", "shell")
     parts = {f"module {name}": sys.modules.get(name) for name in names}
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, contracts, wire, failures, shell, Server):
+    for owner in (probes, wire, failures, shell, Server):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
