@@ -765,3 +765,55 @@ def test_the_runtime_holds_no_working_part_to_take(exercise, name, factory, chec
     report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
     (result,) = [c for c in report.checks if c.name == check]
     assert not result.passed, result
+
+
+# While a swap lasts, the notebook's code can reach everything sent with the stand-in (through
+# its globals). A first version sent the exercise's whole contracts module: a kv_cache_mib that
+# raised on its own found the contract's kv_cache_mib beside the kv_cache_bytes swapped in for
+# its check (and a TinyLM the contract's TinyLM beside the attention).
+WRONG_BYTES = "def kv_cache_bytes(*args, **kwargs):\n    return 0\n"
+BORROWING_MIB = """def kv_cache_mib(*args, **kwargs):
+    reach = getattr(kv_cache_bytes, "__globals__", {})
+    for name, factory in list(reach.items()):
+        if name.startswith("contract_") and "mib" in name:
+            return factory()(*args, **kwargs)
+    raise NotImplementedError("nothing to borrow")
+"""
+WRONG_ATTENTION = """_Right = CachedSelfAttention
+class CachedSelfAttention(_Right):
+    def forward(self, x, cache=None):
+        return super().forward(x, cache) * 0.5
+"""
+BORROWING_TINYLM = """class TinyLM(nn.Module):
+    def __new__(cls, *args, **kwargs):
+        forward = getattr(CachedSelfAttention, "forward", None)
+        reach = getattr(forward, "__globals__", {})
+        for name, factory in list(reach.items()):
+            if name.startswith("contract_") and "tinylm" in name:
+                return factory()(*args, **kwargs)
+        raise NotImplementedError("nothing to borrow")
+"""
+
+
+@pytest.mark.parametrize(
+    ("exercise", "cells", "check"),
+    [
+        pytest.param(
+            "ex4_gqa_analysis",
+            {"kv_cache_bytes": WRONG_BYTES, "kv_cache_mib": BORROWING_MIB},
+            "test_kv_cache_mib",
+            marks=pytest.mark.ex4,
+        ),
+        pytest.param(
+            "ex7_kv_cache",
+            {"CachedSelfAttention": WRONG_ATTENTION, "TinyLM": BORROWING_TINYLM},
+            "test_tinylm_matches_the_reference_on_its_weights",
+            marks=pytest.mark.ex7,
+        ),
+    ],
+)
+def test_a_swap_lends_nothing_beyond_the_stand_in(exercise, cells, check, tmp_path):
+    notebook = with_student_cells(source_notebook(exercise), *cells.values())  # at the end
+    report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
+    (result,) = [c for c in report.checks if c.name == check]
+    assert not result.passed, result

@@ -5,12 +5,15 @@ never in the sandbox's runtime, where a notebook could take them."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from autograder.authoring.upstream import sent_with
+from autograder.exercises import declaration
 from autograder.exercises.ex4_gqa_analysis import contracts as contracts4
 from autograder.exercises.ex4_gqa_analysis import reference as ex4
 from autograder.exercises.ex5_causal_mask import contracts as contracts5
@@ -97,3 +100,40 @@ def test_gqa_helpers(rng):
         assert got == ex4.kv_cache_bytes(*args, **call_kwargs)
         mib = contracts4.contract_kv_cache_mib()(*args, **call_kwargs)
         assert mib == ex4.kv_cache_mib(*args, **call_kwargs)
+
+
+CONTRACTS = {
+    "ex4_gqa_analysis": contracts4,
+    "ex5_causal_mask": contracts5,
+    "ex6_rope": contracts6,
+    "ex7_kv_cache": contracts7,
+}
+
+
+@pytest.mark.parametrize("exercise", list(CONTRACTS))
+def test_a_swap_sends_nothing_whose_checks_are_still_to_come(exercise):
+    """Notebook code that runs while a swap lasts can reach everything sent with the stand-in
+    (`upstream.sent_with`): every check of what is sent comes before the check that swaps
+    (the checks run in file order), so no check, this one included, can be passed with a
+    borrowed working version."""
+    checks = [
+        function
+        for name, function in vars(
+            importlib.import_module(f"autograder.exercises.{exercise}.checks")
+        ).items()
+        if name.startswith("test_") and callable(function)
+    ]
+    order = [function.__name__ for function in checks]
+    stands_for = CONTRACTS[exercise].STANDS_FOR
+    swapping = [function for function in checks if getattr(function, "swaps", ())]
+    assert swapping, f"no check of {exercise} swaps anything"
+    for function in swapping:
+        here = order.index(function.__name__)
+        for _, factory in function.swaps:
+            for sent in sent_with(factory):
+                target = stands_for[sent.__name__]
+                prefixes = declaration(exercise).checks_of.get(target, ())
+                later = [name for name in order[here:] if name.startswith(prefixes)]
+                if not prefixes:
+                    continue  # given to students whole (ex7's rope): no check of it
+                assert not later, f"{function.__name__} sends {target}, checked then by {later}"

@@ -1,13 +1,10 @@
-"""ex5_causal_mask: the contract's own causal_mask.
+"""ex5_causal_mask: the contract's own causal_mask, as stand-ins for
+`authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its swap)."""
 
-Swapped into a notebook where the notebook's own raises or answers wrongly, while the checks of
-what is built on it run (`authoring.upstream.on_the_contracts`): a fault is then charged once,
-to its own checks. This module lives with the hidden checks, because its code is the contract's
-(a solution): it is sent to the sandbox as source at the moment of a swap (the child's
-`stand_in` probe runs it in a fresh namespace) and is never in the sandbox before, so a notebook
-cannot take a working part from the grader's runtime. Each factory is self-contained (its
-imports inside) and returns the stand-in.
-"""
+# the notebook's name that each factory's stand-in takes
+STANDS_FOR = {
+    "contract_causal_mask": "causal_mask",
+}
 
 
 def contract_causal_mask():

@@ -1,13 +1,15 @@
-"""ex7_kv_cache: the contract's own KVCache, CachedSelfAttention and TinyLM (with the RoPE of ex6).
+"""ex7_kv_cache: the contract's own KVCache, CachedSelfAttention and TinyLM (with the RoPE of ex6),
+stand-ins for `authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its
+swap)."""
 
-Swapped into a notebook where the notebook's own raises or answers wrongly, while the checks of
-what is built on it run (`authoring.upstream.on_the_contracts`): a fault is then charged once,
-to its own checks. This module lives with the hidden checks, because its code is the contract's
-(a solution): it is sent to the sandbox as source at the moment of a swap (the child's
-`stand_in` probe runs it in a fresh namespace) and is never in the sandbox before, so a notebook
-cannot take a working part from the grader's runtime. Each factory is self-contained (its
-imports inside) and returns the stand-in.
-"""
+# the notebook's name that each factory's stand-in takes
+STANDS_FOR = {
+    "contract_kv_cache": "KVCache",
+    "contract_rope_frequencies": "rope_frequencies",
+    "contract_apply_rope": "apply_rope",
+    "contract_cached_attention": "CachedSelfAttention",
+    "contract_tinylm": "TinyLM",
+}
 
 
 def contract_kv_cache():
