@@ -817,3 +817,44 @@ def test_a_swap_lends_nothing_beyond_the_stand_in(exercise, cells, check, tmp_pa
     report = grade_notebook(write_notebook(notebook, tmp_path / f"{exercise}.ipynb"), only=[check])
     (result,) = [c for c in report.checks if c.name == check]
     assert not result.passed, result
+
+
+# A fault that the swap's predicate missed was charged twice to an honest notebook, and a
+# notebook could buy the swap by failing on the predicate's inputs only (an independent
+# attacker: apply_rope returning float64 for float32 heads, 7.5 against an honest 5). The
+# predicates are now at least as strict as what code built on the function feeds it.
+FLOAT64_FOR_FLOAT32 = """def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base)
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles), torch.sin(angles)   # not cast back to x.dtype
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+"""
+ON_THE_PREDICATES_INPUT = """
+import numpy as _np
+_PROBE = torch.from_numpy(_np.random.default_rng(6).normal(size=(2, 3, 5, 8)))
+_honest_rope = apply_rope
+def apply_rope(x, offset=0, base=10000.0):
+    out = _honest_rope(x, offset, base)
+    if x.shape == _PROBE.shape and x.dtype == torch.float64 and torch.equal(x, _PROBE):
+        return out * 1.5
+    return out
+"""
+
+
+@pytest.mark.ex6
+def test_a_swap_cannot_be_bought_by_failing_on_the_predicates_input(tmp_path):
+    scores = {}
+    for kind, source in (
+        ("honest", FLOAT64_FOR_FLOAT32),
+        ("attack", FLOAT64_FOR_FLOAT32 + ON_THE_PREDICATES_INPUT),
+    ):
+        notebook = source_notebook("ex6_rope", replace={"apply_rope": source})
+        report = grade_notebook(write_notebook(notebook, tmp_path / kind / "ex6_rope.ipynb"))
+        scores[kind] = report.score
+        passed = {c.name for c in report.checks if c.passed}
+        assert "test_apply_rope_float32_in_float32_out" not in passed, kind
+        assert "test_rope_attention_matches_the_reference_on_its_weights" in passed, kind
+    assert scores["attack"] <= scores["honest"], scores

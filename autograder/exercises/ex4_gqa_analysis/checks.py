@@ -324,22 +324,31 @@ PROBE_CALLS: Calls = (
 )
 
 
-def answers_otherwise(submission, name: str, calls: Calls, expected) -> bool:
+def answers_otherwise(
+    submission, name: str, calls: Calls, expected, *, integer: bool = False
+) -> bool:
     """Whether the notebook's `name` raises, or answers other than `expected(*args, **kwargs)`
-    (to 1e-9), on any of `calls`."""
+    (to 1e-9; an int where its checks ask for one, `integer`), on any of `calls`. At least as
+    strict as the checks of `name`: a fault they charge that the predicate missed would be
+    charged again to what is built on it, unless the notebook bought the swap by failing on
+    the predicate's inputs only (an independent attacker did so in ex6)."""
     for args, kwargs in calls:
         try:
             value = submission.call(name, *args, **kwargs)
         except StudentError:
             return True
         want = expected(*args, **kwargs)
-        if not is_real(value) or not close(value, want, atol=0, rtol=1e-9):
+        if not (is_int(value) if integer else is_real(value)):
+            return True
+        if not close(value, want, atol=0, rtol=1e-9):
             return True
     return False
 
 
 def wrong_bytes(submission) -> bool:
-    return answers_otherwise(submission, "kv_cache_bytes", PROBE_CALLS, ref.kv_cache_bytes)
+    return answers_otherwise(
+        submission, "kv_cache_bytes", PROBE_CALLS, ref.kv_cache_bytes, integer=True
+    )
 
 
 def wrong_mib(submission) -> bool:
@@ -348,7 +357,9 @@ def wrong_mib(submission) -> bool:
 
 def wrong_params(submission) -> bool:
     calls: Calls = (((48, 6, 2), {}), ((40, 8, 8), {}), ((36, 4, 1), {}))
-    return answers_otherwise(submission, "kv_projection_params", calls, ref.kv_projection_params)
+    return answers_otherwise(
+        submission, "kv_projection_params", calls, ref.kv_projection_params, integer=True
+    )
 
 
 on_contract_bytes = on_the_contracts(

@@ -69,15 +69,18 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
 
 
 def rotation_is_wrong(submission, x: torch.Tensor, **kwargs) -> bool:
-    """Whether the notebook's apply_rope(x, **kwargs) raises or answers other than the contract
-    (float64 x, at the contract's 1e-9)."""
+    """Whether the notebook's apply_rope(x, **kwargs) raises or answers other than the contract:
+    a tensor of x's shape and dtype, within the contract's tolerance for that dtype."""
     try:
         value = submission.call("apply_rope", x, **kwargs)
         observed = as_array(value, "apply_rope(x)", allow=("tensor",))
     except (StudentError, CheckFailed):
         return True
-    expected = ref.apply_rope(x, **kwargs).numpy()
-    return observed.shape != expected.shape or not close(observed, expected, atol=ATOL64, rtol=0)
+    if not isinstance(value, torch.Tensor) or value.dtype != x.dtype:
+        return True
+    expected = ref.apply_rope(x.double(), **kwargs).numpy()
+    atol = ATOL64 if x.dtype == torch.float64 else ATOL32
+    return observed.shape != expected.shape or not close(observed, expected, atol=atol, rtol=0)
 
 
 def wrong_frequencies(submission) -> bool:
@@ -97,11 +100,25 @@ def wrong_frequencies(submission) -> bool:
 
 
 def wrong_rotation(submission) -> bool:
-    """Whether the notebook's apply_rope raises or answers other than the contract on a float64
-    x (B, H, T, head_dim), at offset 0 with the default base and at an offset with another."""
-    x = torch.from_numpy(np.random.default_rng(6).normal(size=(2, 3, 5, 8)))
-    return rotation_is_wrong(submission, x) or rotation_is_wrong(
-        submission, x, offset=7, base=137.5
+    """Whether the notebook's apply_rope raises or answers other than the contract on what the
+    checks built on it feed it: (B, H, T, head_dim) heads in float64 and float32 (RoPEAttention
+    runs in float32), at offset 0 and at an offset, with the default base and another, and the
+    2-D (positions, head_dim) rows of relative_scores. A predicate that missed a fault that
+    code built on apply_rope trips over would let a notebook buy the swap by failing on the
+    predicate's inputs only, while an honest notebook with the fault paid it twice (an
+    independent attacker did, with float32 heads returned as float64)."""
+    rng = np.random.default_rng(6)
+    heads = torch.from_numpy(rng.normal(size=(2, 3, 5, 8)))
+    rows = torch.from_numpy(rng.normal(size=(6, 10)))
+    return any(
+        rotation_is_wrong(submission, x, **kwargs)
+        for x, kwargs in (
+            (heads, {}),
+            (heads, {"offset": 7, "base": 137.5}),
+            (heads.float(), {"base": 137.5}),
+            (heads.float(), {"offset": 3}),
+            (rows, {"base": 61.0}),
+        )
     )
 
 

@@ -134,34 +134,49 @@ def student_pieces(submission, module, x, pieces: list[int], what: str) -> np.nd
 
 # -- KVCache -------------------------------------------------------------------------------------
 def wrong_cache(submission) -> bool:
-    """Whether the notebook's KVCache raises or answers other than the contract on two appends
-    (k, v None and len 0 while empty; then the chunks concatenated along time, len = T)."""
+    """Whether the notebook's KVCache raises or answers other than the contract: k, v None and
+    len 0 while empty; after each of three appends (float32 chunks as the attention appends
+    them, and float64 ones) k and v the chunks concatenated along time, in their dtype, exactly,
+    and len = T. At least as strict as KVCache's own check: a fault it missed would be charged
+    again to the attention built on it, unless a notebook bought the swap by failing on these
+    inputs only."""
+    rng = np.random.default_rng(9)
     chunks = [
-        (torch.randn(2, 3, steps, 4, dtype=torch.float64), torch.randn(2, 3, steps, 4))
-        for steps in (2, 3)
+        tuple(torch.from_numpy(rng.normal(size=(2, 3, steps, 4))).float() for _ in "kv")
+        for steps in (2, 1, 3)
     ]
+    wide = [tuple(t.double() for t in chunk) for chunk in chunks]
+    return any(sequence_is_wrong(submission, sequence) for sequence in (chunks, wide))
+
+
+def sequence_is_wrong(submission, chunks: list) -> bool:
     try:
         cache = submission.call("KVCache")
         if cache.getattr("k") is not None or cache.getattr("v") is not None:
             return True
         if cache.call("__len__") != 0:
             return True
-        for k, v in chunks:
+        for done, (k, v) in enumerate(chunks, start=1):
             cache.call("append", k, v)
-        k, v = cache.getattr("k"), cache.getattr("v")
-        whole_k = torch.cat([k for k, _ in chunks], dim=-2)
-        whole_v = torch.cat([v for _, v in chunks], dim=-2)
-        return not (
-            isinstance(k, torch.Tensor)
-            and isinstance(v, torch.Tensor)
-            and k.shape == whole_k.shape
-            and v.shape == whole_v.shape
-            and torch.equal(k.to(whole_k.dtype), whole_k)
-            and torch.equal(v.to(whole_v.dtype), whole_v)
-            and cache.call("__len__") == 5
-        )
+            held_k, held_v = cache.getattr("k"), cache.getattr("v")
+            whole_k = torch.cat([k for k, _ in chunks[:done]], dim=-2)
+            whole_v = torch.cat([v for _, v in chunks[:done]], dim=-2)
+            right = (
+                isinstance(held_k, torch.Tensor)
+                and isinstance(held_v, torch.Tensor)
+                and held_k.dtype == whole_k.dtype
+                and held_v.dtype == whole_v.dtype
+                and held_k.shape == whole_k.shape
+                and held_v.shape == whole_v.shape
+                and torch.equal(held_k, whole_k)
+                and torch.equal(held_v, whole_v)
+                and cache.call("__len__") == whole_k.shape[-2]
+            )
+            if not right:
+                return True
     except StudentError:
         return True
+    return False
 
 
 # The checks of an attention that keeps its keys and values in the notebook's KVCache run on the
