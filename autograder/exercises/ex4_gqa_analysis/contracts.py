@@ -2,13 +2,6 @@
 stand-ins for `authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its
 swap)."""
 
-# the notebook's name that each factory's stand-in takes
-STANDS_FOR = {
-    "contract_kv_projection_params": "kv_projection_params",
-    "contract_kv_cache_bytes": "kv_cache_bytes",
-    "contract_kv_cache_mib": "kv_cache_mib",
-}
-
 
 def contract_kv_projection_params():
     """ex4's kv_projection_params as its contract states it (the K and V weights, no bias)."""

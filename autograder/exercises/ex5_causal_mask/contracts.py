@@ -1,11 +1,6 @@
 """ex5_causal_mask: the contract's own causal_mask, as stand-ins for
 `authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its swap)."""
 
-# the notebook's name that each factory's stand-in takes
-STANDS_FOR = {
-    "contract_causal_mask": "causal_mask",
-}
-
 
 def contract_causal_mask():
     """ex5's causal_mask as its contract states it (float32 (L, L): 0.0 on and below the

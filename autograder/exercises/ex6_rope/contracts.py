@@ -1,12 +1,6 @@
 """ex6_rope: the contract's own rope_frequencies and apply_rope, as stand-ins for
 `authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its swap)."""
 
-# the notebook's name that each factory's stand-in takes
-STANDS_FOR = {
-    "contract_rope_frequencies": "rope_frequencies",
-    "contract_apply_rope": "apply_rope",
-}
-
 
 def contract_rope_frequencies():
     """ex6's rope_frequencies as its contract states it (theta_i = base ** (-2i / head_dim),

@@ -2,15 +2,6 @@
 stand-ins for `authoring.upstream.on_the_contracts` (hidden: each is sent to the sandbox only at its
 swap)."""
 
-# the notebook's name that each factory's stand-in takes
-STANDS_FOR = {
-    "contract_kv_cache": "KVCache",
-    "contract_rope_frequencies": "rope_frequencies",
-    "contract_apply_rope": "apply_rope",
-    "contract_cached_attention": "CachedSelfAttention",
-    "contract_tinylm": "TinyLM",
-}
-
 
 def contract_kv_cache():
     """ex7's KVCache as its contract states it (k, v (B, H_kv, T, head_dim) concatenated along
