@@ -12,9 +12,10 @@ from autograder.course.build import build_course
 from autograder.exercises import EXERCISES, short_name
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
+from tests.support.ordering import long_first
 
 # Kernels and nbgrader processes started by the tests use one thread each, as the grader's
-# sandbox does: with `pytest -n 2` on two cores, more threads only fight over the cores.
+# sandbox does: with `pytest -n 4` on two cores, more threads only fight over the cores.
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
@@ -88,6 +89,12 @@ def wheel_bin(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("wheel-install")
     wheel = build_wheel(root / "wheel")
     return install_wheel(wheel, root / "venv")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Long tests first, spread over the xdist workers (tests/support/ordering.py)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = long_first(items, workers)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,7 +1,7 @@
 """A directory built once per test run and shared by pytest-xdist's workers.
 
-A module fixture is built once per worker: with `-n 2`, a module whose tests land on both
-workers builds its course twice. `built_once` builds it once, under a file lock, in the run's
+A module fixture is built once per worker: with `-n 4`, a module whose tests land on several
+workers builds its course each time. `built_once` builds it once, under a file lock, in the run's
 base directory (shared by its workers); a worker that needs it meanwhile waits for it. Only for
 fixtures whose tests read what was built and never change it.
 """
