@@ -12,6 +12,7 @@ from autograder.course.build import build_course
 from autograder.exercises import EXERCISES, short_name
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
+from tests.support.built_once import built_once
 from tests.support.ordering import long_first
 
 # Kernels and nbgrader processes started by the tests use one thread each, as the grader's
@@ -67,14 +68,16 @@ def shared_sandbox():
 
 @pytest.fixture(scope="session")
 def release_of(tmp_path_factory):
-    """exercise -> its release notebook, built once per session by the real nbgrader."""
-    course = tmp_path_factory.mktemp("course")
-    built: dict[str, Path] = {}
+    """exercise -> its release notebook, built by the real nbgrader once per run (shared by the
+    xdist workers: its tests only read it)."""
 
     def release(exercise: str) -> Path:
-        if exercise not in built:
-            built[exercise] = build_course(course, [exercise], lang="en")[0]
-        return built[exercise]
+        def build(course: Path) -> None:
+            built = build_course(course / "course", [exercise], lang="en")[0]
+            (course / "release-path").write_text(str(built))
+
+        course = built_once(tmp_path_factory, f"release-{exercise}", build)
+        return Path((course / "release-path").read_text())
 
     return release
 

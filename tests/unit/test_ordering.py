@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
-from tests.support.ordering import dealt, long_first
+from tests.support.ordering import long_first
 
 
 @dataclass
 class FakeItem:
+    path: Path
     name: str
     marks: set[str] = field(default_factory=set)
 
@@ -18,27 +20,28 @@ class FakeItem:
         return name if name in self.marks else None
 
 
-def test_dealing_lays_the_piles_one_after_another():
-    assert dealt(list(range(10)), 4) == [0, 4, 8, 1, 5, 9, 2, 6, 3, 7]
-    assert dealt(list(range(5)), 1) == [0, 1, 2, 3, 4]
+def collection() -> list[FakeItem]:
+    """Six modules of seven tests; modules b and e hold one `slow` test each."""
+    return [
+        FakeItem(Path(f"test_{m}.py"), f"{m}{k}", {"slow"} if (m in "be" and k == 3) else set())
+        for m in "abcdef"
+        for k in range(7)
+    ]
 
 
-@pytest.mark.parametrize("workers", [2, 3, 4, 7])
-def test_every_test_is_kept_and_each_share_starts_with_its_long_ones(workers):
-    items = [FakeItem(f"t{k}", {"slow"} if k % 5 == 0 else set()) for k in range(103)]
+@pytest.mark.parametrize("workers", [2, 4])
+def test_modules_with_long_tests_lead_and_stay_whole(workers):
+    items = collection()
     order = long_first(items, workers)  # type: ignore[arg-type]
     assert sorted(i.name for i in order) == sorted(i.name for i in items), "none lost or doubled"
-    # xdist's worksteal hands out contiguous shares as it splits: remaining // workers left
-    start, slow = 0, sum(1 for i in items if "slow" in i.marks)
-    for k in range(workers):
-        size = (len(order) - start) // (workers - k)
-        marked = [("slow" in i.marks) for i in order[start : start + size]]
-        start += size
-        assert abs(sum(marked) - slow / workers) <= 2, "long tests are spread evenly"
-        last_long = max((n for n, m in enumerate(marked) if m), default=-1)
-        assert last_long < sum(marked) + 2, "and lead every share (a pile edge may shift it)"
+    modules = [i.path.stem[-1] for i in order]
+    runs = [m for n, m in enumerate(modules) if n == 0 or modules[n - 1] != m]
+    assert runs == list("beacdf"), "long modules first, each whole, otherwise file order"
+    for module in "abcdef":
+        names = [i.name for i in order if i.path.stem.endswith(module)]
+        assert names == [f"{module}{k}" for k in range(7)], "file order inside a module"
 
 
 def test_a_run_without_workers_keeps_the_file_order():
-    items = [FakeItem("a"), FakeItem("b", {"slow"}), FakeItem("c")]
+    items = collection()
     assert long_first(items, 1) == items  # type: ignore[arg-type]
