@@ -43,8 +43,7 @@ def _modules(items: Sequence[pytest.Item]) -> dict[object, list[pytest.Item]]:
     return modules
 
 
-def _units(items: Sequence[pytest.Item]) -> list[list[pytest.Item]]:
-    modules = _modules(items)
+def _units(modules: dict[object, list[pytest.Item]]) -> list[list[pytest.Item]]:
     units: list[list[pytest.Item]] = []
     for tests in modules.values():
         whole = any(_shares_a_fixture(test) for test in tests)
@@ -60,14 +59,15 @@ def long_first(items: Sequence[pytest.Item], workers: int) -> list[pytest.Item]:
     """Slow units first, spread by weight; then the rest by room; shares laid end to end."""
     if workers <= 1:
         return list(items)
-    units = sorted(_units(items), key=lambda unit: not _slow(unit))  # stable: file order
+    modules = _modules(items)
+    units = sorted(_units(modules), key=lambda unit: not _slow(unit))  # stable: file order
     sizes, left = [], len(items)
     for k in range(workers):  # as worksteal cuts them
         sizes.append(left // (workers - k))
         left -= sizes[-1]
     # A slow module's tests share one unit of weight: 8 nbgrader cycles weigh as much as the 243
     # quick tests of the fake-stub matrix (measured: 580 s and 126 s), not 30 times less.
-    module_size = {path: len(tests) for path, tests in _modules(items).items()}
+    module_size = {path: len(tests) for path, tests in modules.items()}
     shares: list[list[pytest.Item]] = [[] for _ in range(workers)]
     slow = [0.0] * workers
     for unit in units:
