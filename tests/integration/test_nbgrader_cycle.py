@@ -20,6 +20,7 @@ from tests.support.nbgrader_helpers import (
     scores,
     submission_text,
 )
+from tests.support.nbgrader_helpers import students as run_students
 
 pytestmark = pytest.mark.slow
 COURSE = "attention-transformers"
@@ -52,12 +53,15 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
     students = {"alice": "alice", "bob": "bob", "carol": "carol"}
     if exercise == "ex1_numpy_attention":
         students["dave"] = "alice"  # correct, but writes to stderr: one exercise is enough
-    for student, behaves_like in students.items():
-        home = tmp_path / "students" / student
+    homes = {student: tmp_path / "students" / student for student in students}
+    flags = [f"--Exchange.root={exchange}", "--course", COURSE]
+    for home in homes.values():
         home.mkdir(parents=True)
-        flags = [f"--Exchange.root={exchange}", "--course", COURSE]
-        nbgrader(home, "fetch_assignment", exercise, *flags)
-        notebook = home / exercise / f"{exercise}.ipynb"
+    # each student's own `nbgrader fetch_assignment` and `nbgrader submit`, run by nbgrader's
+    # application in one process per phase (tests/support/students.py)
+    run_students([(home, ["fetch_assignment", exercise, *flags]) for home in homes.values()])
+    for student, behaves_like in students.items():
+        notebook = homes[student] / exercise / f"{exercise}.ipynb"
         text = submission_text(notebook, exercise, behaves_like)
         if student == "dave":  # correct, but noisy on stderr in a solution cell
             data = json.loads(text)
@@ -69,7 +73,7 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
             first["source"] = WARNING_CELL + first["source"]
             text = json.dumps(data)
         notebook.write_text(text)
-        nbgrader(home, "submit", exercise, "--student", student, *flags)
+    run_students([(homes[s], ["submit", exercise, "--student", s, *flags]) for s in students])
     nbgrader(course, "collect", exercise)
     nbgrader(course, "autograde", exercise)
     nbgrader(course, "generate_feedback", exercise)

@@ -31,6 +31,20 @@ def nbgrader(
     return done
 
 
+def students(jobs: list[tuple[Path, list[str]]]) -> None:
+    """`nbgrader ARGS` for several students, each in their home, in one process
+    (tests/support/students.py); `jobs` are (home, ARGS) pairs, run in order."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.students"],
+        cwd=Path(__file__).resolve().parents[2],  # the checkout: `-m tests.support...`
+        env=tool_env(),
+        input=json.dumps([[str(home), arguments] for home, arguments in jobs]),
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, f"the students' nbgrader:\n{done.stdout}{done.stderr}"
+
+
 def attn_grade(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """The attn-grade command line; `env` adds to (or overrides) the tool environment."""
     return subprocess.run(

@@ -11,13 +11,15 @@ Measured on 2 cores with 4 workers:
 - single tests dealt out to every worker: each worker built every module's fixtures again
   (1961 CPU-s against 1756).
 Here the collection is cut into units: a module whose tests share a module-scoped fixture (a
-built and graded course, a measured level) stays whole, so that fixture is built once; any
-other test is a unit of its own. The units holding `slow` tests come first, each to the share
-with the least `slow` weight so far (a slow module weighs one, whatever its number of tests),
-then the rest, each to the share with the most room left. Every share then starts with its part
-of the long tests and ends on short ones. The order depends only on the collection and the
-number of workers, so every worker computes the same one (xdist requires that); without workers
-the file order is kept.
+built and graded course, a measured level) stays whole, so that fixture is built once; tests
+marked `xdist_group(name)` (xdist's own mark, which `--dist worksteal` ignores) form one unit
+per name, so that what they share per worker (the corpus's grading process of one isolation
+level) is started on one worker, not on each; any other test is a unit of its own. The units
+holding `slow` tests come first, each to the share with the least `slow` weight so far (a slow
+module weighs one, whatever its number of tests), then the rest, each to the share with the most
+room left. Every share then starts with its part of the long tests and ends on short ones. The
+order depends only on the collection and the number of workers, so every worker computes the
+same one (xdist requires that); without workers the file order is kept.
 """
 
 from __future__ import annotations
@@ -43,11 +45,30 @@ def _modules(items: Sequence[pytest.Item]) -> dict[object, list[pytest.Item]]:
     return modules
 
 
+def _group(item: pytest.Item) -> str | None:
+    """The name of the test's `xdist_group` mark (None without one)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
 def _units(modules: dict[object, list[pytest.Item]]) -> list[list[pytest.Item]]:
     units: list[list[pytest.Item]] = []
     for tests in modules.values():
-        whole = any(_shares_a_fixture(test) for test in tests)
-        units.extend([tests] if whole else [[test] for test in tests])
+        if any(_shares_a_fixture(test) for test in tests):
+            units.append(tests)
+            continue
+        groups: dict[str, list[pytest.Item]] = {}
+        for test in tests:
+            name = _group(test)
+            if name is None:
+                units.append([test])
+            elif name in groups:
+                groups[name].append(test)
+            else:
+                groups[name] = [test]
+                units.append(groups[name])  # filled on: the group sits where it starts
     return units
 
 

@@ -17,8 +17,11 @@ class FakeItem:
     name: str
     marks: set[str] = field(default_factory=set)
     scope: str = "function"  # of the one fixture it uses
+    group: str | None = None  # its xdist_group mark
 
     def get_closest_marker(self, name: str):
+        if name == "xdist_group":
+            return None if self.group is None else SimpleNamespace(args=(self.group,), kwargs={})
         return name if name in self.marks else None
 
     @property
@@ -79,3 +82,23 @@ def test_a_module_sharing_a_fixture_stays_whole_and_in_file_order(workers):
 def test_a_run_without_workers_keeps_the_file_order():
     items = collection()
     assert long_first(items, 1) == items  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_tests_of_one_xdist_group_stay_together_in_file_order(workers):
+    """The corpus's entries of one isolation level share that level's grading process per
+    worker: interleaved in the file, they are handed out as one run per level."""
+    levels = ("jail", "uid", "docker")
+    grouped = [
+        FakeItem(Path("test_k.py"), f"{level}-{n}", group=level)
+        for n in range(12)
+        for level in levels
+    ]
+    order = long_first(collection() + grouped, workers)  # type: ignore[arg-type]
+    for level in levels:
+        at = [n for n, i in enumerate(order) if i.name.startswith(level)]
+        assert at == list(range(at[0], at[0] + 12)), f"{level} together"
+        assert [order[n].name for n in at] == [f"{level}-{n}" for n in range(12)]
+    ungrouped = long_first(collection() + [FakeItem(i.path, i.name) for i in grouped], workers)  # type: ignore[arg-type]
+    jail = [n for n, i in enumerate(ungrouped) if i.name.startswith("jail")]
+    assert jail != list(range(jail[0], jail[0] + 12)), "without the mark they are spread"
