@@ -16,11 +16,11 @@ from tests.support.nbgrader_helpers import (
     attn_grade,
     html_lines,
     nbgrader,
+    nbgrader_as_students,
     notebook_lines,
     scores,
     submission_text,
 )
-from tests.support.nbgrader_helpers import students as run_students
 
 pytestmark = pytest.mark.slow
 COURSE = "attention-transformers"
@@ -59,7 +59,9 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
         home.mkdir(parents=True)
     # each student's own `nbgrader fetch_assignment` and `nbgrader submit`, run by nbgrader's
     # application in one process per phase (tests/support/students.py)
-    run_students([(home, ["fetch_assignment", exercise, *flags]) for home in homes.values()])
+    nbgrader_as_students(
+        [(home, ["fetch_assignment", exercise, *flags]) for home in homes.values()]
+    )
     for student, behaves_like in students.items():
         notebook = homes[student] / exercise / f"{exercise}.ipynb"
         text = submission_text(notebook, exercise, behaves_like)
@@ -73,7 +75,9 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
             first["source"] = WARNING_CELL + first["source"]
             text = json.dumps(data)
         notebook.write_text(text)
-    run_students([(homes[s], ["submit", exercise, "--student", s, *flags]) for s in students])
+    nbgrader_as_students(
+        [(homes[s], ["submit", exercise, "--student", s, *flags]) for s in students]
+    )
     nbgrader(course, "collect", exercise)
     nbgrader(course, "autograde", exercise)
     nbgrader(course, "generate_feedback", exercise)

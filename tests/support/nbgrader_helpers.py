@@ -31,7 +31,7 @@ def nbgrader(
     return done
 
 
-def students(jobs: list[tuple[Path, list[str]]]) -> None:
+def nbgrader_as_students(jobs: list[tuple[Path, list[str]]]) -> None:
     """`nbgrader ARGS` for several students, each in their home, in one process
     (tests/support/students.py); `jobs` are (home, ARGS) pairs, run in order."""
     done = subprocess.run(

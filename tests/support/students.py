@@ -36,8 +36,5 @@ def run(jobs: list[tuple[str, list[str]]]) -> None:
                 type(app.subapp).clear_instance()
 
 
-if __name__ == "__main__":
-    from autograder.core.speedups import skip_slow_optional_imports
-
-    skip_slow_optional_imports()
+if __name__ == "__main__":  # `-m tests.support.students`: tests/__init__.py skipped the slow import
     run([(home, list(arguments)) for home, arguments in json.load(sys.stdin)])
