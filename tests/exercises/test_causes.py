@@ -112,6 +112,9 @@ def test_an_untrusted_line_is_dropped(line):
 EX1 = "ex1_numpy_attention"
 HANGING_SOFTMAX = "def softmax(x, axis=-1):\n    while True:\n        pass\n"
 SHORT = Budget(cell_timeout=4.0, call_timeout=4.0, total_seconds=120.0)
+# Only the student's endless cell may run out of time: ex1's own cells and the checks' calls get
+# room for a loaded CI machine (a 4 s call limit failed one check there once, 1 run in 7).
+PAST_ITS_TIME = Budget(cell_timeout=8.0, total_seconds=120.0)
 
 
 @pytest.mark.ex1
@@ -138,7 +141,7 @@ def test_a_student_cell_past_its_time_is_a_note_not_the_status(tmp_path):
     notebook = with_student_cells(source_notebook(EX1), "while True:\n    pass\n")
     number = len(notebook.cells)
     path = write_notebook(notebook, tmp_path / f"{EX1}.ipynb")
-    report = grade_notebook(path, budget=SHORT)
+    report = grade_notebook(path, budget=PAST_ITS_TIME)
     assert report.status == "ok" and all(check.passed for check in report.checks)
     notes = [m for m in report.messages if f"cell {number}" in m]
     assert len(notes) == 1 and "stopped the notebook's process (timeout" in notes[0], notes
