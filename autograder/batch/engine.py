@@ -296,12 +296,6 @@ def autograde_course(
 ) -> int:
     """Autograde all submissions that need it (or every submission of one `student`, up to
     date or not); print a table. Returns the process exit code."""
-    # with --scheduler the pool runs nbgrader's part only, in one process or more
-    with worker_pool(workers, always=scheduler is not None) as pool:
-        return _autograde(course, exercises, pool, db_url, scheduler, force, student)
-
-
-def _autograde(course, exercises, pool, db_url, scheduler, force, student=None) -> int:
     from autograder.sandbox import isolation
 
     try:
@@ -340,7 +334,10 @@ def _autograde(course, exercises, pool, db_url, scheduler, force, student=None) 
             )
         if pending:  # longest first: a slow notebook started last keeps the batch waiting
             pending.sort(key=lambda item: -grading_seconds(item.exercise))
-            batch.run(pending, pool, state, scheduler)
+            # the workers start only now that there is work (pool.worker_pool); with
+            # --scheduler the pool runs nbgrader's part only, in one process or more
+            with worker_pool(workers, len(pending), always=scheduler is not None) as pool:
+                batch.run(pending, pool, state, scheduler)
     return summarize(api, course, submissions, accounting, batch.outcomes)
 
 

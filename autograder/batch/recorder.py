@@ -164,9 +164,9 @@ def _end_worker() -> None:
 
 def start_worker(batch: tuple[int, str]) -> None:
     """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process. The
-    pool is started before the batch parent has read the course, so the worker only loads
-    what every grading needs (meanwhile); the Recorder is made by the first submission, which
-    says for which course."""
+    worker loads what every grading needs (already loaded where the fork server preloaded it;
+    spawned workers import it here); the Recorder is made by the first submission, which
+    says for which course and scratch directory."""
     import importlib
     import multiprocessing.util
 

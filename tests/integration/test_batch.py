@@ -119,6 +119,29 @@ def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
     assert manual == {"alice": "1.5/2", "bob": "pending", "carol": "blank"}
     unknown = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "zed")
     assert unknown.returncode == 2 and "zed" in unknown.stderr
+    nothing_starts_a_worker(course)
+
+
+def nothing_starts_a_worker(course) -> None:
+    """A batch with nothing to grade (all up to date, or an unknown student) starts no worker:
+    the pool's fork server would load torch and nbgrader (about 2.5 CPU-s) for nothing."""
+    import contextlib
+
+    from autograder.batch import engine
+    from autograder.core.errors import UsageError
+
+    opened = []
+
+    def pool(*args, **kwargs):
+        opened.append(args)
+        return contextlib.nullcontext(None)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "worker_pool", pool)
+        assert engine.autograde_course(course, [EXERCISE]) == 0
+        with pytest.raises(UsageError, match="zed"):
+            engine.autograde_course(course, [EXERCISE], student="zed")
+    assert opened == []
 
 
 def test_the_pool_falls_back_to_spawn_where_tmpdir_is_too_long_for_a_socket(monkeypatch):
