@@ -130,7 +130,14 @@ def test_full_cycle_with_the_nbgrader_cli(exercise, tmp_path):
     rows = list(csv.DictReader((course / "grades.csv").open()))
     assert {row["student_id"]: float(row["raw_score"]) for row in rows}["alice"] == 9.5
 
-    nbgrader(course, "autograde", exercise, "--force")
+    # alice's submission graded again (nbgrader's --force): her hand grade stays, and the same
+    # notebook earns the same auto scores (the grading is deterministic); the others are not
+    # regraded, as the hand grade is hers alone
+    autograded = course / "autograded" / "alice" / exercise / f"{exercise}.ipynb"
+    first_grading = autograded.stat().st_mtime_ns
+    nbgrader(course, "autograde", exercise, "--student", "alice", "--force")
+    assert autograded.stat().st_mtime_ns != first_grading, "alice was graded again"
+    assert scores(course / "gradebook.db", exercise) == auto
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
         answer = next(
             g
