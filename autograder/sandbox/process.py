@@ -64,7 +64,7 @@ class Sandbox:
         self.process: subprocess.Popen | None = None
         self.pid: int | None = None
         self._output = bytearray()
-        self._output_total = 0
+        self.output_bytes_used = 0  # what the child printed (its limit: limits.output_bytes)
         self._output_thread: threading.Thread | None = None
         self._dead: SandboxDied | None = None
         self._known_children: set[int] | None = None
@@ -251,11 +251,11 @@ class Sandbox:
                 return
             if not chunk:
                 return
-            self._output_total += len(chunk)
+            self.output_bytes_used += len(chunk)
             self._output += chunk
             if len(self._output) > keep:
                 del self._output[: len(self._output) - keep]
-            if self._output_total > self.limits.output_bytes and self._dead is None:
+            if self.output_bytes_used > self.limits.output_bytes and self._dead is None:
                 self._dead = SandboxDied(
                     Status.OUTPUT_LIMIT,
                     f"the notebook printed more than {self.limits.output_bytes} bytes",

@@ -92,3 +92,30 @@ def test_an_installed_pytest_plugin_has_no_say_in_the_checks(tmp_path, pool, mon
     assert "dropper" in {e.name for e in entry_points(group="pytest11")}, "the plugin is seen"
     path = write_notebook(source_notebook(EX1), tmp_path / f"{EX1}.ipynb")
     assert grade_notebook(path, shared=pool.get()).score == 8
+
+
+def test_a_child_is_replaced_after_its_uses_or_half_its_output(monkeypatch):
+    """The child's limits count over its life: it serves `uses` programs at most, and none
+    more once it has printed half its output limit."""
+    from autograder.grading import shared as module
+    from autograder.sandbox.limits import Limits
+
+    class Child:
+        limits = Limits()
+
+        def __init__(self):
+            self.alive, self.output_bytes_used = True, 0
+
+        def start(self):
+            pass
+
+        def close(self):
+            self.alive = False
+
+    monkeypatch.setattr(module, "Sandbox", Child)
+    pool = SharedSandbox(uses=3)
+    children = [pool.get() for _ in range(4)]
+    assert children[0] is children[1] is children[2] is not children[3]
+    children[3].output_bytes_used = Limits().output_bytes // 2 + 1
+    assert pool.get() is not children[3] and not children[3].alive
+    assert pool.started == 3
