@@ -13,10 +13,18 @@ import re
 import textwrap
 from dataclasses import replace
 
+from autograder.core.errors import one_line
 from autograder.core.results import MANUAL_POINTS, GradeReport
 
 MAX_TEXT = 4000  # characters of one message
-MAX_MESSAGES = 200  # notebook-level notes kept per report
+MAX_MESSAGES = 60  # notebook-level notes kept per report
+# What a report carries of text a notebook can choose (messages quote its exceptions and values):
+# one line per message, bounded each, and a total per submission, since every such text is a
+# channel out of the sandbox (results.json, the feedback page, the instructor's report).
+CHECK_MESSAGE = 600  # characters of one check's message
+NOTE = 300  # characters of one notebook-level note
+REPORT_TEXT = 12_000  # characters of all messages and notes of one report
+OVER_BUDGET = 160  # characters a message keeps once the report's total is spent
 # C0 (but tab and newline) and C1 controls, DEL, zero-width and bidirectional formatting marks,
 # and the Unicode line and paragraph separators (line breaks to str.splitlines and to editors).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
@@ -30,12 +38,23 @@ def clean_text(text: object, limit: int = MAX_TEXT) -> str:
 
 
 def clean_report(report: GradeReport) -> GradeReport:
-    """The report with every student-controlled string cleaned and the notes bounded."""
-    report.checks = [replace(check, message=clean_text(check.message)) for check in report.checks]
-    messages = [clean_text(message) for message in report.messages]
-    if len(messages) > MAX_MESSAGES:
-        dropped = len(messages) - MAX_MESSAGES
-        messages = [*messages[:MAX_MESSAGES], f"... and {dropped} more notes"]
+    """The report with every student-controlled string cleaned, on one line and bounded: each
+    check message and note, and all of them together (`REPORT_TEXT`)."""
+    budget = [REPORT_TEXT]
+
+    def bounded(text: str, limit: int) -> str:
+        value = clean_text(one_line(text, limit), limit)
+        if len(value) > budget[0]:
+            value = one_line(value, max(min(OVER_BUDGET, limit // 2), budget[0]))
+        budget[0] = max(budget[0] - len(value), 0)
+        return value
+
+    report.checks = [
+        replace(check, message=bounded(check.message, CHECK_MESSAGE)) for check in report.checks
+    ]
+    messages = [bounded(message, NOTE) for message in report.messages[:MAX_MESSAGES]]
+    if len(report.messages) > MAX_MESSAGES:
+        messages.append(f"... and {len(report.messages) - MAX_MESSAGES} more notes")
     report.messages = messages
     return report
 

@@ -18,6 +18,7 @@ from autograder.core.status import Status, worse
 from autograder.grading.causes import CellFailure, cell_failure
 from autograder.grading.handle import Handle
 from autograder.grading.outputs import checked_outputs
+from autograder.grading.stand_ins import StandIns
 from autograder.sandbox.inside import wire
 from autograder.sandbox.isolation import Isolation
 from autograder.sandbox.limits import Limits
@@ -75,6 +76,11 @@ class Submission:
     shared: Sandbox | None = None
     _starter: threading.Thread | None = None
     _borrowed: Sandbox | None = None
+    # the contract's stand-ins swapped in (they run here; the child calls them back)
+    stand_ins: StandIns = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stand_ins = StandIns(self)
 
     # -- life cycle ----------------------------------------------------------------------------
     def _record(self, died: SandboxDied, where: str) -> None:
@@ -152,6 +158,7 @@ class Submission:
         """A started sandbox becomes this submission's: its handles a new generation, the
         program run, the functions that stopped an earlier process blocked."""
         self.sandbox = sandbox
+        sandbox.on_callback = self.stand_ins.serve
         self.generation += 1
         self.isolation = sandbox.isolation.describe()
         self._run_program()
@@ -283,7 +290,7 @@ class Submission:
         what: str | None = None,
         owner: str | None = None,
     ):
-        encoder = wire.Encoder()
+        encoder = wire.Encoder(fallback=self.stand_ins.tag)
         header = {
             "op": "call",
             "target": target,
@@ -330,7 +337,7 @@ class Submission:
 
     def module_setattr(self, name: str, value) -> None:
         """Rebind a global of the student's notebook (e.g. swap a function for a stub)."""
-        encoder = wire.Encoder()
+        encoder = wire.Encoder(fallback=self.stand_ins.tag)
         data = encoder.encode(value)
         self._request(
             {"op": "setattr", "target": {"$module": "__main__"}, "name": name, "value": data},
