@@ -13,6 +13,7 @@ import json
 import pytest
 
 from autograder.exercises import EXERCISES, short_name
+from autograder.sandbox.plumbing import RUNTIME_FILES
 from tests.conftest import write_notebook
 from tests.support.levels import LEVELS, missing
 from tests.support.observer import (
@@ -25,8 +26,6 @@ from tests.support.observer import (
     swapped_names,
 )
 
-# What the child may run: the notebook's cells, the runtime, the standard library and packages.
-RUNTIME_FILES = ("child.py", "wire.py", "probes.py", "failures.py", "shell.py", "remote.py")
 
 
 def _params():
@@ -39,7 +38,8 @@ def _params():
 
 
 def _grader_file(name: str) -> bool:
-    """A code object's file that is the grader's, not the runtime's (or a package's)."""
+    """A code object's file that is the grader's: what the child may run is the notebook's
+    cells, the runtime, the standard library and packages."""
     if name.startswith("<"):
         return name == "<stand-in>" or "autograder" in name
     return "autograder" in name and name.rsplit("/", 1)[-1] not in RUNTIME_FILES
