@@ -27,7 +27,6 @@ from tests.support.observer import (
 )
 
 
-
 def _params():
     for level in LEVELS:
         for exercise in EXERCISES:
