@@ -12,13 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-STUDENT_MESSAGE = 200  # characters of an exception message of the notebook's kept in a message
-
-
-def one_line(text: object, limit: int) -> str:
-    """`text` on one line (every run of whitespace one space), at most `limit` characters."""
-    value = " ".join(str(text).split())
-    return value if len(value) <= limit else value[: limit - 3] + "..."
+from autograder.core.student_text import TYPE_NAME, quoted
 
 
 class AttnGradeError(Exception):
@@ -71,8 +65,8 @@ class StudentError(GradedOutcome):
         error = error if isinstance(error, dict) else {}
         # The notebook chooses these: one line each, bounded (exception text is a channel out of
         # the sandbox into results.json and the feedback page).
-        self.type = one_line(error.get("type", "Exception"), 60)
-        self.message = one_line(error.get("message", ""), STUDENT_MESSAGE)
+        self.type = quoted(error.get("type", "Exception"), TYPE_NAME)
+        self.message = quoted(error.get("message", ""))
         self.traceback = str(error.get("traceback", ""))[:4000]
         if self.type == "NotImplementedError" and not self.message:
             text = f"{what} is not implemented yet (it raised NotImplementedError)"

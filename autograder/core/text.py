@@ -13,18 +13,15 @@ import re
 import textwrap
 from dataclasses import replace
 
-from autograder.core.errors import one_line
 from autograder.core.results import MANUAL_POINTS, GradeReport
+from autograder.core.student_text import one_line
 
 MAX_TEXT = 4000  # characters of one message
 MAX_MESSAGES = 60  # notebook-level notes kept per report
-# What a report carries of text a notebook can choose (messages quote its exceptions and values):
-# one line per message, bounded each, and a total per submission, since every such text is a
-# channel out of the sandbox (results.json, the feedback page, the instructor's report).
-CHECK_MESSAGE = 600  # characters of one check's message
+# Every message and note is one line and bounded: the notebook's own text in them is bounded
+# where it is quoted (`core.student_text`), and these bound whatever else reaches them.
+CHECK_MESSAGE = 1000  # characters of one check's message
 NOTE = 300  # characters of one notebook-level note
-REPORT_TEXT = 12_000  # characters of all messages and notes of one report
-OVER_BUDGET = 160  # characters a message keeps once the report's total is spent
 # C0 (but tab and newline) and C1 controls, DEL, zero-width and bidirectional formatting marks,
 # and the Unicode line and paragraph separators (line breaks to str.splitlines and to editors).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
@@ -38,16 +35,11 @@ def clean_text(text: object, limit: int = MAX_TEXT) -> str:
 
 
 def clean_report(report: GradeReport) -> GradeReport:
-    """The report with every student-controlled string cleaned, on one line and bounded: each
-    check message and note, and all of them together (`REPORT_TEXT`)."""
-    budget = [REPORT_TEXT]
+    """The report with every student-controlled string cleaned: each check message and note on
+    one line, bounded, and the notes counted."""
 
     def bounded(text: str, limit: int) -> str:
-        value = clean_text(one_line(text, limit), limit)
-        if len(value) > budget[0]:
-            value = one_line(value, max(min(OVER_BUDGET, limit // 2), budget[0]))
-        budget[0] = max(budget[0] - len(value), 0)
-        return value
+        return clean_text(one_line(text, limit), limit)
 
     report.checks = [
         replace(check, message=bounded(check.message, CHECK_MESSAGE)) for check in report.checks

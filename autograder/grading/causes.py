@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from autograder.core.errors import STUDENT_MESSAGE, one_line
+from autograder.core.student_text import TYPE_NAME, quoted
 
 UNDEFINED = re.compile(r"NameError: name '([A-Za-z_]\w*)' is not defined")
 # Top-level definitions, found without compiling (a cell with a SyntaxError does not parse).
@@ -73,8 +73,8 @@ def cell_failure(label: str, source: str, error: object) -> CellFailure:
     lines = source.count("\n") + 1
     return CellFailure(
         label=label,
-        type=one_line(error.get("type", "Exception"), 60),
-        message=one_line(error.get("message", ""), STUDENT_MESSAGE),
+        type=quoted(error.get("type", "Exception"), TYPE_NAME),
+        message=quoted(error.get("message", "")),
         line=line
         if isinstance(line, int) and not isinstance(line, bool) and 0 < line <= lines
         else None,

@@ -7,6 +7,7 @@ memory, crash), it is restarted without the cell that killed it, at most `max_re
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from dataclasses import dataclass, field
@@ -107,7 +108,11 @@ class Submission:
         imports torch and the checks meanwhile); the first request waits for it."""
         if self.unavailable or self._starter is not None:
             return
-        self._starter = threading.Thread(target=self._start_quietly, daemon=True)
+        # in this thread's context: what the program's cells quote is charged to its budget
+        context = contextvars.copy_context()
+        self._starter = threading.Thread(
+            target=context.run, args=(self._start_quietly,), daemon=True
+        )
         self._starter.start()
 
     def _start_quietly(self) -> None:

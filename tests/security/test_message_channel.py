@@ -9,8 +9,7 @@ import re
 
 import pytest
 
-from autograder.core import text
-from autograder.core.errors import STUDENT_MESSAGE
+from autograder.core import student_text, text
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
@@ -22,10 +21,13 @@ LONG_TYPE = (
 )
 LONG_VALUE = f"def tokenize(sentence):\n    return [{PAYLOAD!r}] * 3\n"
 CELL_RAISES = f"raise RuntimeError({PAYLOAD!r})\n"
-EVERYTHING_RAISES = "".join(
-    f"def {name}(*args, **kwargs):\n    raise ValueError({PAYLOAD!r})\n"
-    for name in ("make_qkv", "softmax", "scaled_dot_product_attention", "max_abs_diff_vs_torch")
-) + "".join(f"raise ValueError({PAYLOAD!r} + '{n}')\n" for n in range(3))
+EVERYTHING_RAISES = [
+    "".join(
+        f"def {name}(*args, **kwargs):\n    raise ValueError({PAYLOAD!r})\n"
+        for name in ("make_qkv", "softmax", "scaled_dot_product_attention", "max_abs_diff_vs_torch")
+    ),
+    *(f"raise ValueError('{n:02d}' + {PAYLOAD!r})\n" for n in range(12)),
+]
 
 
 def _graded(exercise, tmp_path, shared_sandbox, replace=None, cells=()):
@@ -54,7 +56,7 @@ def test_a_notebooks_text_is_one_bounded_line(replace, cells, tmp_path, shared_s
     for message in texts:
         assert "\n" not in message and "second line" not in message
         assert len(message) <= text.CHECK_MESSAGE
-        assert max(map(len, re.findall("x+|E+", message)), default=0) <= STUDENT_MESSAGE
+        assert max(map(len, re.findall("x+|E+", message)), default=0) <= student_text.QUOTE
 
 
 @pytest.mark.ex2
@@ -67,7 +69,13 @@ def test_a_returned_value_is_quoted_bounded(tmp_path, shared_sandbox):
 
 @pytest.mark.ex1
 def test_a_submission_carries_a_bounded_total(tmp_path, shared_sandbox):
-    report = _graded(EX1, tmp_path, shared_sandbox, cells=(EVERYTHING_RAISES,))
+    """Every function and three cells raise the payload: what the report quotes of it adds up
+    to the budget, and the grader's own words (check names, what was expected) stay."""
+    report = _graded(EX1, tmp_path, shared_sandbox, cells=EVERYTHING_RAISES)
     texts = _texts(report)
-    assert sum(len(t) for t in texts) <= text.REPORT_TEXT + text.OVER_BUDGET * len(texts)
-    assert sum(t.count("x" * 100) for t in texts) * 100 < 2 * text.REPORT_TEXT
+    # each distinct quote once (a cell's error is quoted in its note and where it explains a
+    # missing name: the same characters, no more information)
+    quoted = sum(map(len, {run for t in texts for run in re.findall(r"\d*SECRET-x+", t)}))
+    assert 3 * student_text.QUOTE < quoted <= student_text.TOTAL
+    assert any(student_text.SPENT in t for t in texts)
+    assert all(len(t) <= text.CHECK_MESSAGE for t in texts)
