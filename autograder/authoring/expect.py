@@ -13,6 +13,7 @@ import numpy as np
 
 from autograder.authoring.catalogue import Catalogue, Mistake, Raised
 from autograder.core.errors import CheckFailed
+from autograder.core.student_text import shown
 from autograder.grading.submission import Handle, StudentError, Submission
 
 
@@ -175,7 +176,7 @@ def expect_equal(
     if value != expected:
         because = f" ({why})" if why else ""
         fail(
-            f"{what} should be {expected!r}{because}, got {value!r}",
+            f"{what} should be {expected!r}{because}, got {shown(value)}",
             mistake=equal_mistake(value, candidates),
         )
 
@@ -243,12 +244,12 @@ def expect_number(
     rtol = 0 if integer else 1e-9
     ensure(
         abs(value - expected) <= rtol * abs(expected),
-        f"{what} should be {expected!r}, got {value!r}",
+        f"{what} should be {expected!r}, got {shown(value)}",
         mistake=matching_mistake(value, candidates, atol=0, rtol=rtol),
     )
     ensure(
         not integer or is_int(value),
-        f"{what} should return an int, got {type(value).__name__} {value!r}",
+        f"{what} should return an int, got {type(value).__name__} {shown(value)}",
     )
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autograder.core.student_text import TYPE_NAME, quoted
+
 
 class AttnGradeError(Exception):
     """Base of every error the grader raises on purpose."""
@@ -61,8 +63,10 @@ class StudentError(GradedOutcome):
 
     def __init__(self, what: str, error: dict):
         error = error if isinstance(error, dict) else {}
-        self.type = str(error.get("type", "Exception"))[:100]
-        self.message = str(error.get("message", ""))[:2000]
+        # The notebook chooses these: one line each, bounded (exception text is a channel out of
+        # the sandbox into results.json and the feedback page).
+        self.type = quoted(error.get("type", "Exception"), TYPE_NAME)
+        self.message = quoted(error.get("message", ""))
         self.traceback = str(error.get("traceback", ""))[:4000]
         if self.type == "NotImplementedError" and not self.message:
             text = f"{what} is not implemented yet (it raised NotImplementedError)"

@@ -14,9 +14,14 @@ import textwrap
 from dataclasses import replace
 
 from autograder.core.results import MANUAL_POINTS, GradeReport
+from autograder.core.student_text import one_line
 
 MAX_TEXT = 4000  # characters of one message
-MAX_MESSAGES = 200  # notebook-level notes kept per report
+MAX_MESSAGES = 60  # notebook-level notes kept per report
+# Every message and note is one line and bounded: the notebook's own text in them is bounded
+# where it is quoted (`core.student_text`), and these bound whatever else reaches them.
+CHECK_MESSAGE = 1000  # characters of one check's message
+NOTE = 300  # characters of one notebook-level note
 # C0 (but tab and newline) and C1 controls, DEL, zero-width and bidirectional formatting marks,
 # and the Unicode line and paragraph separators (line breaks to str.splitlines and to editors).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
@@ -30,12 +35,18 @@ def clean_text(text: object, limit: int = MAX_TEXT) -> str:
 
 
 def clean_report(report: GradeReport) -> GradeReport:
-    """The report with every student-controlled string cleaned and the notes bounded."""
-    report.checks = [replace(check, message=clean_text(check.message)) for check in report.checks]
-    messages = [clean_text(message) for message in report.messages]
-    if len(messages) > MAX_MESSAGES:
-        dropped = len(messages) - MAX_MESSAGES
-        messages = [*messages[:MAX_MESSAGES], f"... and {dropped} more notes"]
+    """The report with every student-controlled string cleaned: each check message and note on
+    one line, bounded, and the notes counted."""
+
+    def bounded(text: str, limit: int) -> str:
+        return clean_text(one_line(text, limit), limit)
+
+    report.checks = [
+        replace(check, message=bounded(check.message, CHECK_MESSAGE)) for check in report.checks
+    ]
+    messages = [bounded(message, NOTE) for message in report.messages[:MAX_MESSAGES]]
+    if len(report.messages) > MAX_MESSAGES:
+        messages.append(f"... and {len(report.messages) - MAX_MESSAGES} more notes")
     report.messages = messages
     return report
 

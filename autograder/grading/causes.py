@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from autograder.core.student_text import TYPE_NAME, quoted
+
 UNDEFINED = re.compile(r"NameError: name '([A-Za-z_]\w*)' is not defined")
 # Top-level definitions, found without compiling (a cell with a SyntaxError does not parse).
 DEFINES = re.compile(
@@ -71,8 +73,8 @@ def cell_failure(label: str, source: str, error: object) -> CellFailure:
     lines = source.count("\n") + 1
     return CellFailure(
         label=label,
-        type=str(error.get("type", "Exception"))[:100],
-        message=str(error.get("message", ""))[:300],
+        type=quoted(error.get("type", "Exception"), TYPE_NAME),
+        message=quoted(error.get("message", "")),
         line=line
         if isinstance(line, int) and not isinstance(line, bool) and 0 < line <= lines
         else None,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core import student_text
 from autograder.core.errors import GraderError, UnknownExercise
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status
@@ -143,7 +144,7 @@ def grade_loaded(
     `demos`, the demo cells then run after the checks and their outputs go in `displays`.
     `shared`: a started sandbox to reuse, for trusted notebooks only (see `Submission`).
     One grading at a time per process (GRADING_LOCK)."""
-    with GRADING_LOCK:
+    with GRADING_LOCK, student_text.budget():
         return _grade_loaded(
             loaded,
             reason=reason,

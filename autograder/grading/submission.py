@@ -7,6 +7,7 @@ memory, crash), it is restarted without the cell that killed it, at most `max_re
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from autograder.core.status import Status, worse
 from autograder.grading.causes import CellFailure, cell_failure
 from autograder.grading.handle import Handle
 from autograder.grading.outputs import checked_outputs
+from autograder.grading.stand_ins import StandIns
 from autograder.sandbox.inside import wire
 from autograder.sandbox.isolation import Isolation
 from autograder.sandbox.limits import Limits
@@ -75,6 +77,11 @@ class Submission:
     shared: Sandbox | None = None
     _starter: threading.Thread | None = None
     _borrowed: Sandbox | None = None
+    # the contract's stand-ins swapped in (they run here; the child calls them back)
+    stand_ins: StandIns = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stand_ins = StandIns(self)
 
     # -- life cycle ----------------------------------------------------------------------------
     def _record(self, died: SandboxDied, where: str) -> None:
@@ -101,7 +108,11 @@ class Submission:
         imports torch and the checks meanwhile); the first request waits for it."""
         if self.unavailable or self._starter is not None:
             return
-        self._starter = threading.Thread(target=self._start_quietly, daemon=True)
+        # in this thread's context: what the program's cells quote is charged to its budget
+        context = contextvars.copy_context()
+        self._starter = threading.Thread(
+            target=context.run, args=(self._start_quietly,), daemon=True
+        )
         self._starter.start()
 
     def _start_quietly(self) -> None:
@@ -152,6 +163,7 @@ class Submission:
         """A started sandbox becomes this submission's: its handles a new generation, the
         program run, the functions that stopped an earlier process blocked."""
         self.sandbox = sandbox
+        sandbox.on_callback = self.stand_ins.serve
         self.generation += 1
         self.isolation = sandbox.isolation.describe()
         self._run_program()
@@ -283,7 +295,7 @@ class Submission:
         what: str | None = None,
         owner: str | None = None,
     ):
-        encoder = wire.Encoder()
+        encoder = wire.Encoder(fallback=self.stand_ins.tag)
         header = {
             "op": "call",
             "target": target,
@@ -330,7 +342,7 @@ class Submission:
 
     def module_setattr(self, name: str, value) -> None:
         """Rebind a global of the student's notebook (e.g. swap a function for a stub)."""
-        encoder = wire.Encoder()
+        encoder = wire.Encoder(fallback=self.stand_ins.tag)
         data = encoder.encode(value)
         self._request(
             {"op": "setattr", "target": {"$module": "__main__"}, "name": name, "value": data},

@@ -24,7 +24,7 @@ from autograder.sandbox.inside.supervisor import children_by_parent
 RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
 SUPERVISOR = RUNTIME_DIR / "supervisor.py"
 SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
-RUNTIME_FILES = ("child.py", "wire.py", "probes.py", "failures.py", "shell.py")
+RUNTIME_FILES = ("child.py", "wire.py", "probes.py", "failures.py", "shell.py", "remote.py")
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -230,3 +230,32 @@ def cpu_for(uid: int | None) -> int:
     cpus = sorted(os.sched_getaffinity(0))
     key = uid if uid is not None else os.getpid()
     return cpus[key % len(cpus)]
+
+
+def child_environment(work: Path, tmp: str) -> dict[str, str]:
+    """The child's whole environment: nothing of the grader's, one thread for every math library."""
+    single_thread = {
+        name: "1"
+        for name in (
+            "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "NUMEXPR_NUM_THREADS",
+            "VECLIB_MAXIMUM_THREADS",
+        )
+    }
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": f"{work}/home",
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONIOENCODING": "utf-8",
+        "PYTHONUNBUFFERED": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{work}/mpl",
+        **single_thread,
+    }

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, NoReturn
 
@@ -32,6 +32,7 @@ from autograder.sandbox.plumbing import (
     DeadlineWriter,
     _my_children,
     adopt_orphans,
+    child_environment,
     cpu_for,
     jail_files,
     jail_runtime,
@@ -69,6 +70,9 @@ class Sandbox:
         self._dead: SandboxDied | None = None
         self._known_children: set[int] | None = None
         self.landlock_abi = 0
+        self._deadlines: list[float] = []  # of the requests in progress, outermost first
+        # answers the child's callbacks (stand-ins run by the grader): frame -> reply frame
+        self.on_callback: Callable[[dict, list[bytes]], tuple[dict, list[bytes]]] | None = None
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -125,7 +129,7 @@ class Sandbox:
                 str(response_write),
             ],
             "cwd": str(work),
-            "env": self._environment(work, "/tmp" if iso.jail else f"{work}/tmp"),
+            "env": child_environment(work, "/tmp" if iso.jail else f"{work}/tmp"),
             "pass_fds": [request_read, response_write],
             "output_fd": output_write,
             "rlimits": self.limits.rlimits(),
@@ -214,33 +218,6 @@ class Sandbox:
                 except OSError:
                     pass  # exited meanwhile
         raise SandboxDied(Status.CRASHED, "could not move the sandbox into its cgroup")
-
-    def _environment(self, work: Path, tmp: str) -> dict[str, str]:
-        single_thread = {
-            name: "1"
-            for name in (
-                "OMP_NUM_THREADS",
-                "MKL_NUM_THREADS",
-                "OPENBLAS_NUM_THREADS",
-                "NUMEXPR_NUM_THREADS",
-                "VECLIB_MAXIMUM_THREADS",
-            )
-        }
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": f"{work}/home",
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            "PYTHONIOENCODING": "utf-8",
-            "PYTHONUNBUFFERED": "1",
-            "MPLBACKEND": "Agg",
-            "MPLCONFIGDIR": f"{work}/mpl",
-            **single_thread,
-        }
 
     def _collect_output(self) -> None:
         keep = 64 << 10
@@ -348,24 +325,48 @@ class Sandbox:
     def request(
         self, header: dict, blobs: Sequence[bytes] = (), *, timeout: float
     ) -> tuple[dict, list[bytes]]:
-        """Send one frame and return the child's response; SandboxDied when the child is gone."""
+        """Send one frame and return the child's response; SandboxDied when the child is gone.
+
+        While the child serves it, it may ask the grader to run a stand-in (a frame with a
+        `callback` key): `on_callback` answers each, and may send requests of its own, nested
+        in this one and within its deadline."""
         if self._dead is not None:
             raise self._dead
+        outer = self._deadlines[-1] if self._deadlines else None
         deadline = time.monotonic() + timeout
+        deadline = deadline if outer is None else min(deadline, outer)
+        self._deadlines.append(deadline)
         self._writer.deadline = self._reader.deadline = deadline
         try:
             wire.write_frame(self._writer, header, list(blobs))
-            response, out_blobs = wire.read_frame(
-                self._reader, self.limits.message_bytes, self.limits.header_bytes
-            )
-            self._reap()
+            response, out_blobs = self._read_answer()
+            if outer is None:
+                self._reap()
         except TimeoutError:
             self._die(Status.TIMEOUT, f"no answer within {timeout:g} s")
         except (EOFError, BrokenPipeError, OSError):
             self._die(*self._cause_of_death())
         except (wire.ProtocolError, RecursionError) as error:
             self._die(Status.CRASHED, f"the notebook broke the grading channel ({error})")
+        finally:
+            self._deadlines.pop()
+            if self._deadlines:
+                self._writer.deadline = self._reader.deadline = self._deadlines[-1]
         return response, out_blobs
+
+    def _read_answer(self) -> tuple[dict, list[bytes]]:
+        """The child's answer to the request just sent, serving its callbacks meanwhile."""
+        while True:
+            frame, blobs = wire.read_frame(
+                self._reader, self.limits.message_bytes, self.limits.header_bytes
+            )
+            if "callback" not in frame:
+                return frame, blobs
+            refused: tuple[dict, list[bytes]] = ({"reply": True, "ok": False, "error": {}}, [])
+            reply = refused if self.on_callback is None else self.on_callback(frame, blobs)
+            self._writer.deadline = self._deadlines[-1]
+            wire.write_frame(self._writer, *reply)
+            self._reader.deadline = self._deadlines[-1]
 
     def _reap(self) -> None:
         """Kill whatever the request left running beside the child (background processes):

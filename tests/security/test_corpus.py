@@ -5,42 +5,16 @@ the reaper)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import isolation
 from tests.support.corpus import ENTRIES, Entry
-from tests.support.harness import (
-    DEBIAN_PYTHON,
-    ROOT,
-    Driver,
-    Host,
-    layered_venv,
-    processes_with,
-    remove,
-)
+from tests.support.harness import ROOT, Host, processes_with, remove
+from tests.support.levels import LEVELS, missing
 from tests.support.outcome import assert_outcome, build, forged_lines
-
-LEVELS = ("jail", "uid", "docker")
-
-
-def _missing(level: str) -> str | None:
-    """Why this host cannot run `level` (None when it can)."""
-    if level == "jail":
-        return None if isolation.detect().jail else "bubblewrap cannot run here"
-    if os.geteuid() != 0:
-        return "the uid level needs a root grader"
-    if not DEBIAN_PYTHON.exists():
-        return f"the uid level needs a world-readable interpreter ({DEBIAN_PYTHON})"
-    if level == "docker" and shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is needed to drop CAP_SYS_ADMIN"
-    return None
 
 
 def _params():
@@ -56,38 +30,9 @@ def _params():
             ]
             if level in entry.known:
                 marks.append(pytest.mark.xfail(strict=True, reason=entry.known[level]))
-            if (reason := _missing(level)) is not None:
+            if (reason := missing(level)) is not None:
                 marks.append(pytest.mark.skip(reason=reason))
             yield pytest.param(entry, level, id=f"{level}-{entry.id}", marks=marks)
-
-
-@pytest.fixture(scope="session")
-def drivers():
-    """level -> a grading driver, started on first use (one per test worker)."""
-    started: dict[str, Driver] = {}
-    venv: list[Path] = []
-
-    def get(level: str) -> Driver:
-        if level not in started:
-            env = {**os.environ, "ATTN_GRADE_ISOLATION": "jail" if level == "jail" else "uid"}
-            env["ATTN_ADV_SECRET"] = "attn-adv-secret-in-the-graders-environment"
-            argv = [sys.executable]
-            if level != "jail":
-                if not venv:
-                    venv.append(layered_venv())
-                argv = [str(venv[0] / "bin" / "python")]
-            if level == "docker":
-                env["ATTN_GRADE_CGROUPS"] = "0"
-                argv = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
-                argv += [str(venv[0] / "bin" / "python")]
-            started[level] = Driver(argv, env)
-        return started[level]
-
-    yield get
-    for driver in started.values():
-        driver.close()
-    for directory in venv:
-        remove(directory)
 
 
 @pytest.fixture

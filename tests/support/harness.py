@@ -211,9 +211,10 @@ class Driver:
             )
         return self.process
 
-    def grade(self, path: Path, budget: dict) -> dict:
+    def grade(self, path: Path, budget: dict, observe: str | None = None) -> dict:
         process = self._start()
-        process.stdin.write(json.dumps({"path": str(path), "budget": budget}) + "\n")
+        request = {"path": str(path), "budget": budget, "observe": observe}
+        process.stdin.write(json.dumps(request) + "\n")
         process.stdin.flush()
         ready, _, _ = select.select([process.stdout], [], [], ANSWER_TIMEOUT)
         line = process.stdout.readline() if ready else ""

@@ -35,7 +35,6 @@ from autograder.authoring.modules import (
     without_raised,
 )
 from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex4_gqa_analysis import contracts
 from autograder.exercises.ex4_gqa_analysis import reference as ref
 from autograder.grading.submission import StudentError
 
@@ -362,12 +361,10 @@ def wrong_params(submission) -> bool:
     )
 
 
-on_contract_bytes = on_the_contracts(
-    "kv_cache_bytes", contracts.contract_kv_cache_bytes, wrong_bytes
-)
-on_contract_mib = on_the_contracts("kv_cache_mib", contracts.contract_kv_cache_mib, wrong_mib)
+on_contract_bytes = on_the_contracts("kv_cache_bytes", ref.kv_cache_bytes, wrong_bytes)
+on_contract_mib = on_the_contracts("kv_cache_mib", ref.kv_cache_mib, wrong_mib)
 on_contract_params = on_the_contracts(
-    "kv_projection_params", contracts.contract_kv_projection_params, wrong_params
+    "kv_projection_params", ref.kv_projection_params, wrong_params
 )
 
 

@@ -33,7 +33,6 @@ from autograder.authoring.modules import (
     weights_of,
 )
 from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex5_causal_mask import contracts
 from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
@@ -87,7 +86,7 @@ def wrong_float_mask(submission) -> bool:
 # dtype (bool, say) may be what the notebook's own model is written for: it stays, and is
 # charged to causal_mask's dtype check.
 on_the_contracts_mask = on_the_contracts(
-    "causal_mask", contracts.contract_causal_mask, wrong_float_mask
+    "causal_mask", ref.causal_mask, wrong_float_mask, bounds={"seq_len": 1024}
 )
 
 

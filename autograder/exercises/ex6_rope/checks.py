@@ -32,7 +32,6 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import on_the_contracts
 from autograder.core.errors import CheckFailed, StudentError
-from autograder.exercises.ex6_rope import contracts
 from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
@@ -131,11 +130,9 @@ def wrong_rotation(submission) -> bool:
 # independent attacker's apply_rope recognised the grader's reference computations "with your
 # own apply_rope" and answered them to match a wrong attention).
 on_contract_frequencies = on_the_contracts(
-    "rope_frequencies", contracts.contract_rope_frequencies, wrong_frequencies
+    "rope_frequencies", ref.rope_frequencies, wrong_frequencies, bounds={"head_dim": 1 << 16}
 )
-on_a_contract_rotation = on_the_contracts(
-    "apply_rope", contracts.contract_apply_rope, wrong_rotation
-)
+on_a_contract_rotation = on_the_contracts("apply_rope", ref.apply_rope, wrong_rotation)
 
 
 def on_a_working_rope(check_function: Callable) -> Callable:

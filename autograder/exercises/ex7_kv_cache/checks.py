@@ -39,7 +39,6 @@ from autograder.authoring.upstream import (
     on_the_contracts,
 )
 from autograder.core.errors import StudentError
-from autograder.exercises.ex7_kv_cache import contracts
 from autograder.exercises.ex7_kv_cache import reference as ref
 
 pytestmark = pytest.mark.ex7
@@ -182,7 +181,7 @@ def sequence_is_wrong(submission, chunks: list) -> bool:
 # The checks of an attention that keeps its keys and values in the notebook's KVCache run on the
 # contract's KVCache where the notebook's is wrong: a fault of KVCache is charged to its own check
 # only (an independent review found a __len__ of the heads axis charged 2.0 points more there).
-on_the_contracts_cache = on_the_contracts("KVCache", contracts.contract_kv_cache, wrong_cache)
+on_the_contracts_cache = on_the_contracts("KVCache", ref.KVCache, wrong_cache)
 
 
 @check(points=1.0, grade_id="check_kv_cache")
@@ -453,9 +452,9 @@ def wrong_model(submission) -> bool:
 # calls from its own generate's by the call stack, and made a wrong generate "match" the
 # grader's decoding of the notebook's own model).
 on_contract_attention = on_the_contracts(
-    "CachedSelfAttention", contracts.contract_cached_attention, wrong_attention
+    "CachedSelfAttention", ref.CachedSelfAttention, wrong_attention
 )
-on_contract_model = on_the_contracts("TinyLM", contracts.contract_tinylm, wrong_model)
+on_contract_model = on_the_contracts("TinyLM", ref.TinyLM, wrong_model)
 
 
 def on_working_parts(check_function):

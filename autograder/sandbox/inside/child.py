@@ -15,6 +15,7 @@ import warnings
 
 import failures
 import probes
+import remote
 import shell
 import wire
 from failures import cell_filename, describe, stopped_earlier
@@ -30,12 +31,12 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    names = ("probes", "wire", "failures", "shell")
+    names = ("probes", "wire", "failures", "shell", "remote")
     parts = {f"module {name}": sys.modules.get(name) for name in names}
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, failures, shell, Server):
+    for owner in (probes, wire, failures, shell, remote, Server):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
@@ -195,6 +196,7 @@ class Server:
         self.notes: list[str] = []
         self._fresh_main()
         self.handles: dict[int, object] = {}
+        self._handle_ids: dict[int, int] = {}  # id(object) -> its handle, while it is held
         self.next_handle = 1
         # set by main() before any student code runs: the bound method keeps the original
         # checker even when a notebook rebinds Integrity.changed (which the snapshot reports)
@@ -212,9 +214,12 @@ class Server:
 
     # -- values -----------------------------------------------------------------------------
     def _handle_for(self, value) -> dict:
-        handle = self.next_handle
-        self.next_handle += 1
-        self.handles[handle] = value
+        handle = self._handle_ids.get(id(value))
+        if handle is None or self.handles.get(handle) is not value:
+            handle = self.next_handle
+            self.next_handle += 1
+            self.handles[handle] = value
+            self._handle_ids[id(value)] = handle
         cls = type(value)
         try:
             text = repr(value)[:MAX_REPR]
@@ -233,7 +238,9 @@ class Server:
         return wire.to_tensor(array, dtype).requires_grad_(requires_grad)
 
     def decode(self, data, blobs):
-        return wire.Decoder(blobs, handle=self._lookup_handle, tensor=self._tensor).decode(data)
+        return wire.Decoder(
+            blobs, handle=self._lookup_handle, tensor=self._tensor, shadow=remote.shadow
+        ).decode(data)
 
     def _target(self, header, blobs):
         target = header.get("target")
@@ -268,6 +275,8 @@ class Server:
         a reused sandbox: only ever for the grader's own notebooks, never a student's."""
         self._fresh_main()
         self.handles.clear()
+        self._handle_ids.clear()
+        remote.PROXIES.clear()
         if "matplotlib.pyplot" in sys.modules:
             sys.modules["matplotlib.pyplot"].close("all")
         return {}
@@ -339,7 +348,9 @@ class Server:
 
     def op_release(self, header, blobs):
         for handle in header.get("handles", []):
-            self.handles.pop(handle, None)
+            released = self.handles.pop(handle, None)
+            if released is not None and self._handle_ids.get(id(released)) == handle:
+                del self._handle_ids[id(released)]
         return {}
 
     # -- loop -------------------------------------------------------------------------------
@@ -371,6 +382,7 @@ def main() -> None:
     requests = os.fdopen(int(sys.argv[1]), "rb")
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
+    remote.CHANNEL = remote.Channel(server, requests, responses)
     server._integrity_changed = Integrity().changed
     while True:
         try:

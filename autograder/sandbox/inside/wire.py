@@ -3,6 +3,8 @@
 A frame is `magic, header length, header (JSON), blob count, (blob length, blob)*`. Values are
 encoded as JSON with tagged objects: arrays and tensors travel as `.npy` blobs (written and read
 with allow_pickle=False), anything else stays in the child behind a handle. Nothing is pickled.
+A frame from the child with a `callback` key asks the grader to run a stand-in (remote.py); the
+grader answers it with a `reply` frame.
 """
 
 import io
@@ -198,10 +200,11 @@ class Encoder:
 class Decoder:
     """Decode data made by an Encoder. `handle(tag)` builds the object for a handle tag."""
 
-    def __init__(self, blobs: list[bytes], handle=None, tensor=None):
+    def __init__(self, blobs: list[bytes], handle=None, tensor=None, shadow=None):
         self.blobs = blobs
         self.handle = handle
         self.tensor = tensor
+        self.shadow = shadow  # `$shadow` tags: a stand-in's object (remote.py)
         self.used: set[int] = set()
 
     def _blob(self, index):
@@ -276,4 +279,6 @@ class Decoder:
             return torch_dtype
         if "$handle" in data and self.handle is not None:
             return self.handle(data)
+        if "$shadow" in data and self.shadow is not None:
+            return self.shadow(data)
         raise ProtocolError(f"unexpected encoded value {str(data)[:80]}")
