@@ -187,27 +187,38 @@ def test_exchange_collect_copies_only_what_the_student_owns(variant, tmp_path, m
         assert name in text, f"{name} is named in a warning: {text}"
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """An ex1 course (shared with test_intake_identity.py: built once per run)."""
+    from tests.support.built_once import built_once
+    from tests.support.nbgrader_helpers import attn_grade
+
+    def build(target: Path) -> None:
+        done = attn_grade("build", EX1, "--course", str(target / "course"))
+        assert done.returncode == 0, done.stderr
+
+    return built_once(tmp_path_factory, "intake-identity-course", build) / "course"
+
+
 @pytest.mark.slow
-def test_nbgrader_collect_files_no_reference_for_a_linked_submission(tmp_path):
+def test_nbgrader_collect_files_no_reference_for_a_linked_submission(built, tmp_path):
     """The attack as it was shown: the inbound submission folder is a link to the course's
     source/ex1; `nbgrader collect` filed the reference as hers (8/8). Now she has nothing, a
     link inside another submission is left out, everyone else is collected, collect exits 1."""
     from autograder.course.build import COURSE_ID
-    from tests.support.nbgrader_helpers import attn_grade, nbgrader
+    from tests.support.nbgrader_helpers import nbgrader
 
     course, exchange = tmp_path / "course", tmp_path / "exchange"
-    exchange.mkdir(mode=0o777)
-    built = attn_grade("build", EX1, "--course", str(course), "--exchange", str(exchange))
-    assert built.returncode == 0, built.stderr
-    nbgrader(course, "release_assignment", EX1)
+    shutil.copytree(built, course)
     inbound = exchange / COURSE_ID / "inbound"
+    inbound.mkdir(parents=True)
     stamp = "2026-11-20 10:00:00.000000 UTC"
     (inbound / f"mallory+{EX1}+{stamp}").symlink_to(course / "source" / EX1)
     for student in ("alice", "trudy"):
         (inbound / f"{student}+{EX1}+{stamp}").mkdir()
         (inbound / f"{student}+{EX1}+{stamp}" / NOTEBOOK).write_text(OWN)
     (inbound / f"trudy+{EX1}+{stamp}" / "answers").symlink_to(course / "source" / EX1)
-    done = nbgrader(course, "collect", EX1, check=False)
+    done = nbgrader(course, "collect", EX1, f"--Exchange.root={exchange}", check=False)
     assert done.returncode == 1, done.stderr[-2000:]
     submitted = course / "submitted"
     assert not (submitted / "mallory" / EX1 / NOTEBOOK).exists()
@@ -424,19 +435,6 @@ def test_the_archive_folder_is_read_without_following_links(variant, tmp_path, c
     assert all(text not in (REFERENCE, "SECRET = 1\n") for _, text in tree), tree
     assert ("Mal Lory_61001_assignsubmission_file_/" + NOTEBOOK, OWN) in tree
     assert named in caplog.text, caplog.text
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """An ex1 course (shared with test_intake_identity.py: built once per run)."""
-    from tests.support.built_once import built_once
-    from tests.support.nbgrader_helpers import attn_grade
-
-    def build(target: Path) -> None:
-        done = attn_grade("build", EX1, "--course", str(target / "course"))
-        assert done.returncode == 0, done.stderr
-
-    return built_once(tmp_path_factory, "intake-identity-course", build) / "course"
 
 
 @pytest.mark.slow
