@@ -98,7 +98,7 @@ class BoundedExtractor(ExtractorPlugin):
             self._refuse(str(refusal.path), refusal.reason)
 
     def _refuse(self, path: str, reason: str) -> None:
-        self.log.warning("Left out %s: %s", clean_text(path, 300), reason)
+        self.log.warning("Left out %s: %s", clean_text(path, 300), clean_text(reason, 600))
         left_out.record(self.parent, path, reason)
 
     def _extract_zip(self, handle: int, shown: str, target: Path) -> None:

@@ -30,7 +30,7 @@ class LeftOut:
     fails: bool = True  # False: a file that is not a notebook, listed only
 
     def __str__(self) -> str:
-        return f"{clean_text(self.path, 300)}: {self.reason}"
+        return f"{clean_text(self.path, 300)}: {clean_text(self.reason, 600)}"
 
 
 def record(app: object, path: str, reason: str, *, fails: bool = True) -> None:

@@ -201,7 +201,7 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
 
     def _refuse(self, filename: str, reason: str) -> None:
         shown = self._shown(filename)
-        self.log.warning("refused %s: %s", clean_text(shown, 300), reason)
+        self.log.warning("refused %s: %s", clean_text(shown, 300), clean_text(reason, 600))
         left_out.record(self.parent, shown, reason)
 
     def _shown(self, filename: str) -> str:
