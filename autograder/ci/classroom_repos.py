@@ -8,8 +8,10 @@ checks run on the instructor's side only. `push_feedback` commits nbgrader's fee
 a `feedback` branch of each repository.
 
 Student repositories are untrusted: the notebook is read from git objects (never through the
-file system, so a committed symlink cannot point at the instructor's files), must be a regular
-blob under the notebook size limit, and no hooks or submodules of a student repo ever run.
+file system, so a committed symlink cannot point at the instructor's files), must be a plain
+blob (mode 100644, or 100755 with the executable bit; a link, submodule or folder is refused
+and named, `student_tree.git_mode_refusal`) under the notebook size limit, and no hooks or
+submodules of a student repo ever run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from autograder.core.student_tree import git_mode_refusal
 from autograder.exercises import resolve
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES
 
@@ -118,8 +121,11 @@ def committed_notebook(
     """The bytes of `<exercise>.ipynb` at `ref` and the commit's time (UTC)."""
     name = f"{exercise}.ipynb"
     listing = git("ls-tree", "-l", ref, "--", name, cwd=repo).decode().split()
-    if len(listing) < 5 or listing[0] != "100644" or listing[1] != "blob":
+    if len(listing) < 5:
         raise CollectError(f"no regular file {name} at {ref}")
+    refusal = git_mode_refusal(listing[0]) or (None if listing[1] == "blob" else "not a file")
+    if refusal:
+        raise CollectError(f"no regular file {name} at {ref}: it is {refusal}, not collected")
     if int(listing[3]) > MAX_NOTEBOOK_BYTES:
         raise CollectError(f"{name} is larger than {MAX_NOTEBOOK_BYTES} bytes")
     blob = git("cat-file", "blob", listing[2], cwd=repo)

@@ -4,7 +4,8 @@
 installed grader, its hidden checks and the reference readable by root only), `run_autograder`
 (calls `attn-grade gradescope-run`) and `attn-grade.json` (exercise, test visibility).
 `run` grades `<root>/submission/*.ipynb` into `<root>/results/results.json`; the root is
-`/autograder` unless `ATTN_GRADE_AUTOGRADER_ROOT` moves it (tests).
+`/autograder` unless `ATTN_GRADE_AUTOGRADER_ROOT` moves it (tests). The submission folder is
+read without following links (`pick_notebook`): what was not read is named in the output.
 
 Messages quote students' values and file names, so in Markdown output they are code blocks.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 
 from autograder.core.errors import UsageError
 from autograder.core.results import GradeReport
+from autograder.core.student_tree import walk
+from autograder.core.text import clean_text
 from autograder.exercises import resolve
 
 ROOT_VARIABLE = "ATTN_GRADE_AUTOGRADER_ROOT"
@@ -84,24 +87,27 @@ def student_id(root: Path) -> str:
 
 
 def pick_notebook(submission: Path, exercise: str) -> tuple[Path | None, str | None]:
-    """The notebook to grade, or None and why (names are the student's: never trusted)."""
-    inside = submission.resolve()
+    """The notebook to grade and a note naming what was not read, or None and why (names are
+    the student's: never trusted). The submission folder is read without following links
+    (`student_tree.walk`): a folder that is a link (to /autograder/source, say), a link, hard
+    link or special file inside it is refused and named."""
+    try:
+        tree = walk(submission)
+    except FileNotFoundError:
+        return None, "no .ipynb file was submitted"
+    refused = "; ".join(str(refusal) for refusal in tree.refused)
+    note = f"not read (only plain files and folders are): {refused}" if refused else None
     found = sorted(
-        path
-        for path in submission.rglob("*.ipynb")
-        if ".ipynb_checkpoints" not in path.parts
-        and path.is_file()
-        and not path.is_symlink()
-        and path.resolve().is_relative_to(inside)
+        submission / path
+        for path in tree.files
+        if path.suffix == ".ipynb" and ".ipynb_checkpoints" not in path.parts
     )
     named = [path for path in found if path.name == f"{exercise}.ipynb"]
-    if named:
-        return named[0], None
-    if len(found) == 1:
-        return found[0], None
+    if named or len(found) == 1:
+        return (named or found)[0], note
     if not found:
-        return None, "no .ipynb file was submitted"
-    names = ", ".join(path.name for path in found)
+        return None, "; ".join(filter(None, ["no .ipynb file was submitted", note]))
+    names = ", ".join(clean_text(path.name, 200) for path in found)
     return None, f"several notebooks and none named {exercise}.ipynb: {names}"
 
 
@@ -119,6 +125,8 @@ def run(root: Path | None = None) -> dict:
         report = grade_loaded(loaded, reason=reason, student=student)
     else:
         report = grade_notebook(notebook, exercise=exercise, student=student)
+        if reason:  # what was left out beside the graded notebook
+            report.messages.append(reason)
     results = results_json(report, visibility)
     out = root / "results" / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)

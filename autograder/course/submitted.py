@@ -6,6 +6,8 @@ from it: it is copied to the expected name (the original stays) and the table sa
 more candidates, notebooks outside an exercise folder or folders that are not exercises are
 not guessed at: they are listed, and `attn-grade autograde` exits 1. `copy=False` (for
 `attn-grade regrade --diff`, which writes nothing) finds the misnamed notebook itself instead.
+Only plain folders and files are graded (`student_tree.walk`): a link, hard link or special
+file anywhere below `submitted/` is listed, with what it is, and not graded.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core.student_tree import walk
 from autograder.exercises import EXERCISES
 from autograder.nbgrader_plugins.intake import valid_student_id
 
@@ -27,6 +30,7 @@ class Accounting:
     found: list[tuple[str, str, Path]] = field(default_factory=list)  # exercise, student, path
     notes: dict[tuple[str, str], str] = field(default_factory=dict)  # graded, with a note
     problems: list[str] = field(default_factory=list)  # not graded: the instructor must look
+    refused: set[Path] = field(default_factory=set)  # not plain: never read
 
     def note(self, exercise: str, student: str, text: str) -> None:
         previous = self.notes.get((exercise, student))
@@ -38,17 +42,19 @@ def _shown(name: str) -> str:
     return repr(name)[1:-1]
 
 
-def _visible(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.name not in KNOWN and p.name[0] != ".")
+def _visible(folder: Path, refused: set[Path]) -> list[Path]:
+    return sorted(
+        p for p in folder.iterdir() if p.name not in KNOWN and p.name[0] != "." and p not in refused
+    )
 
 
 def _exercise_folder(
     folder: Path, exercise: str, student: str, out: Accounting, copy: bool = True
 ) -> None:
     expected = folder / f"{exercise}.ipynb"
-    others = [p for p in _visible(folder) if p != expected]
+    others = [p for p in _visible(folder, out.refused) if p != expected]
     notebooks = [p for p in others if p.suffix == ".ipynb"]
-    if expected.is_file():
+    if expected.is_file() and expected not in out.refused:
         copies = [p for p in notebooks if filecmp.cmp(p, expected, shallow=False)]
         if len(copies) == 1 and len(notebooks) == 1:  # our copy of a misnamed notebook
             out.note(exercise, student, f"graded {copies[0].name!r} (misnamed)")
@@ -81,7 +87,10 @@ def account(course: Path, exercises: list[str], copy: bool = True) -> Accounting
     root = Path(course) / "submitted"
     if not root.is_dir():
         return out
-    for student_dir in _visible(root):
+    for refusal in walk(root, follow_top=True).refused:
+        out.refused.add(root.parent.joinpath(*refusal.path.parts))
+        out.problems.append(f"{refusal}: not graded (only plain files and folders are)")
+    for student_dir in _visible(root, out.refused):
         student = student_dir.name
         if not valid_student_id(student):
             out.problems.append(
@@ -92,7 +101,7 @@ def account(course: Path, exercises: list[str], copy: bool = True) -> Accounting
         if not student_dir.is_dir():
             out.problems.append(f"{_shown(student)}: a file directly in submitted/, not graded")
             continue
-        for folder in _visible(student_dir):
+        for folder in _visible(student_dir, out.refused):
             if folder.is_dir() and folder.name in exercises:
                 _exercise_folder(folder, folder.name, student, out, copy)
             elif not folder.is_dir() or folder.name not in EXERCISES:

@@ -3,13 +3,18 @@
 The course config makes LmsFileNameCollector zip_collect's collector plugin. It knows the file
 names of the common "download all submissions" archives (ids below are what becomes the
 nbgrader student id):
-- Canvas: `doejane_12345_6789012_ex1_numpy_attention.ipynb` (`_LATE_` after the name when
-  late; a re-submission may end in `-1`): the Canvas user id, 12345.
+- Canvas: `doejane_12345_6789012_ex1_numpy_attention.ipynb` (`_LATE_` after the login when
+  late; a re-submission may end in `-1`): the Canvas user id, 12345. The login is whatever
+  Canvas kept of the name (any script: `김민준_10001_...`, or nothing: `_10001_...`); the two
+  numbers identify the file.
 - Moodle: `Jane Doe_123456_assignsubmission_file_/ex1_numpy_attention.ipynb` (one folder per
-  participant; older versions put it in the file name): the participant id, 123456.
+  participant, which may hold folders of the student's; older versions put it in the file
+  name): the participant id, 123456.
 - Blackboard: `Exercise 1_jdoe_attempt_2026-11-20-14-05-09_ex1_numpy_attention.ipynb`: the
   username, jdoe; the attempt time becomes the submission's timestamp (the last attempt wins).
-A `named_regexp` set in nbgrader_config.py still wins over these.
+Only the top of the download decides (`lms_fields`): a name below it, in a folder a student
+made, never says whose a file is. A `named_regexp` set in nbgrader_config.py still wins over
+these. Every file left out is named at the end (`left_out.py`).
 
 Every collected submission gets a submission time (nbgrader writes it as `timestamp.txt`:
 autograde applies the course's late penalty from it, release_feedback needs it), the first of:
@@ -32,27 +37,33 @@ import datetime
 import json
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePath, PurePosixPath
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import FileNameCollectorPlugin
 from nbgrader.utils import parse_utc
 
+from autograder.core.student_tree import walk
+from autograder.core.text import clean_text
+from autograder.nbgrader_plugins import left_out
 from autograder.nbgrader_plugins.intake import valid_student_id
 
-# Each pattern reads the LMS's own fields from where the LMS writes them, never from the part
-# of the name the student chose: Canvas's and Blackboard's fields lead the file name (the first
-# `_attempt_<time>_` group, whatever the student's own file name repeats after it), Moodle's
-# end its participant folder (a student's display name may hold anything before them).
+# Each LMS writes its fields at one fixed place of its download, and only there are they read:
+# Moodle's at the end of the participant folder at the top of the download (a student's display
+# name may hold anything before them; the folders she makes inside it are hers and never
+# decide), Canvas's and Blackboard's at the start of a file name at the top of the download
+# (the first `_attempt_<time>_` group; the student's own file name only ever comes after them).
 _BLACKBOARD = re.compile(
     r"^.+?_(?P<student_id>[^_/]+)_attempt_"
     r"(?P<timestamp>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})_(?P<file_id>.+)$"
 )
-_CANVAS = re.compile(
-    r"^[a-z0-9]+(?P<late>_LATE)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+)$", re.IGNORECASE
-)
+# Canvas: `<login>_[LATE_]<user id>_<attachment id>_<file>`. The login is what Canvas keeps of
+# the sortable name (its word characters, in any script, or nothing); the two numbers identify
+# the file (the first two all-digit fields, as Canvas's own re-upload reads them).
+_CANVAS = re.compile(r"^(?P<login>[^/]*?)(?P<late>_LATE)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+)$")
 _MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
 _MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<student_id>\d+)_assignsubmission_file_?$")
+_FILE_NAMES = (("canvas", _CANVAS), ("blackboard", _BLACKBOARD), ("moodle", _MOODLE_FILE))
 # a display name we keep: printable, no markup or quotes, at most 100 characters
 _SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`=+@]{1,100}")
 TIMES_FILE = "submission_times.csv"
@@ -60,27 +71,42 @@ TIMES_FILE = "submission_times.csv"
 _COPY_SUFFIX = re.compile(r"(?:-\d+| \(\d+\))$")
 
 
-def lms_fields(path: Path) -> dict[str, str] | None:
-    """student_id, file_id (and timestamp) from an LMS download's file path; None if unknown.
-    A participant folder (Moodle) decides before any file name does; otherwise the LMS whose
-    fields end first in the name wins (the student's own file name only ever comes after
-    them, so a name that imitates another LMS's fields cannot be read as them)."""
-    name = path.name
-    folder = _MOODLE_FOLDER.match(path.parent.name)
-    if folder:
-        fields = {"student_id": folder["student_id"], "file_id": name}
-    else:
-        matches = [m for m in (p.match(name) for p in (_CANVAS, _BLACKBOARD, _MOODLE_FILE)) if m]
-        if not matches:
+def download_path(extracted: Path, path: Path) -> PurePosixPath:
+    """The path of an extracted file inside its download: below `extracted/<name>/` for a zip
+    the instructor placed (or a download folder placed unpacked), below `extracted/` itself for
+    a file or a Moodle participant folder placed as it is."""
+    parts = Path(path).relative_to(extracted).parts
+    if len(parts) > 1 and not _MOODLE_FOLDER.match(parts[0]):
+        parts = parts[1:]
+    return PurePosixPath(*parts)
+
+
+def lms_fields(relative: PurePath) -> dict[str, str] | None:
+    """lms, student_id, file_id (and timestamp, late) of the file at `relative`, its path inside
+    its download (`download_path`); None when no LMS's fields are where that LMS writes them.
+    A file below the top is Moodle's participant folder's or no one's; a file at the top is
+    read by the LMS whose fields end first in its name (the student's own file name only ever
+    comes after them, so a name that imitates another LMS's fields cannot be read as them)."""
+    parts = relative.parts
+    if len(parts) > 1:
+        folder = _MOODLE_FOLDER.match(parts[0])
+        if folder is None:
             return None
-        found = min(matches, key=lambda match: match.start("file_id"))
-        fields = {k: v for k, v in found.groupdict().items() if k != "late"}
-        if found.groupdict().get("late"):
+        fields = {"lms": "moodle", "student_id": folder["student_id"], "file_id": parts[-1]}
+    elif len(parts) == 1:
+        found = [(lms, match) for lms, p in _FILE_NAMES if (match := p.match(parts[0]))]
+        if not found:
+            return None
+        lms, match = min(found, key=lambda item: item[1].start("file_id"))
+        fields = {"lms": lms, "student_id": match["student_id"], "file_id": match["file_id"]}
+        if match.groupdict().get("late"):
             fields["late"] = "late"
-        if "timestamp" in fields:
-            day, time = fields["timestamp"][:10], fields["timestamp"][11:].replace("-", ":")
+        if match.groupdict().get("timestamp"):
+            day, time = match["timestamp"][:10], match["timestamp"][11:].replace("-", ":")
             fields["timestamp"] = f"{day} {time}"
-    file_id = Path(fields["file_id"])
+    else:
+        return None
+    file_id = PurePosixPath(fields["file_id"])
     fields["file_id"] = _COPY_SUFFIX.sub("", file_id.stem) + file_id.suffix
     return fields
 
@@ -88,19 +114,20 @@ def lms_fields(path: Path) -> dict[str, str] | None:
 NAMES_FILE = "lms_students.json"  # beside the download: {lms: {student id: prefix}}
 
 
-def download_name(path: Path) -> tuple[str, str, str] | None:
+def download_name(relative: PurePath) -> tuple[str, str, str] | None:
     """(lms, student id, the name the LMS gave the student's files without the notebook's
-    name) of a file of a download: Canvas's file-name prefix (`doejane_12345_6789012_`),
-    Moodle's participant folder (`Jane Doe_123456_assignsubmission_file_/`); None for a file
-    that is neither (Blackboard has no bulk feedback upload of this kind)."""
-    fields = lms_fields(path)
+    name) of the file at `relative` inside its download: Canvas's file-name prefix
+    (`doejane_12345_6789012_`), Moodle's participant folder (`Jane Doe_123456_assignsubmission
+    _file_/`); None for a file that is neither (Blackboard has no bulk feedback upload of this
+    kind)."""
+    fields = lms_fields(relative)
     if fields is None:
         return None
-    if _MOODLE_FOLDER.match(path.parent.name):
-        return "moodle", fields["student_id"], path.parent.name + "/"
-    canvas = _CANVAS.match(path.name)
+    if fields["lms"] == "moodle" and len(relative.parts) > 1:
+        return "moodle", fields["student_id"], relative.parts[0] + "/"
+    canvas = _CANVAS.match(relative.name) if fields["lms"] == "canvas" else None
     if canvas:  # Canvas's fields, up to the student's own file name
-        return "canvas", fields["student_id"], path.name[: canvas.start("file_id")]
+        return "canvas", fields["student_id"], relative.name[: canvas.start("file_id")]
     return None
 
 
@@ -122,40 +149,96 @@ def recorded_names(download: Path) -> dict[str, dict[str, str]]:
 class LmsFileNameCollector(FileNameCollectorPlugin):
     """zip_collect's collector for Canvas, Moodle and Blackboard downloads (see module doc).
 
-    Student ids that are not `intake.SAFE_ID` are refused (the file is named in a warning);
-    two files for the same student and notebook without LMS times to choose between are both
-    refused with a warning naming them (nbgrader would stop the whole collect)."""
+    The extracted tree is read without following links (links and special files are refused);
+    student ids that are not `intake.SAFE_ID` are refused; two notebooks of one student for
+    the same notebook without LMS times to choose between are both refused (nbgrader would stop
+    the whole collect). Each refused or skipped file is named in a warning and in the summary
+    zip_collect ends with (`left_out.py`: exit code 1 when a notebook was left out)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        # the extracted tree is read even when it has no plain file for nbgrader to offer
+        left_out.end_with_summary(self.parent, first=self._plain_files)
+
+    def collect(self, submitted_file: str):
+        plain = self._plain_files()
+        if plain is not None and os.path.normpath(submitted_file) not in plain:
+            if os.path.normpath(submitted_file) not in self._refused:
+                self._refuse(submitted_file, "not found as a plain file in the extracted tree")
+            return None  # else a link or a special file: refused and named by _plain_files
+        if os.path.splitext(submitted_file)[1] not in self.valid_ext:
+            left_out.record(self.parent, self._shown(submitted_file), "not a notebook", fails=False)
+            return None
+        return super().collect(submitted_file)
 
     def _match(self, filename: str):
         if self.named_regexp:  # the instructor's own pattern
             fields = super()._match(filename)
-        else:
-            fields = lms_fields(Path(filename))
             if fields is None:
-                self.log.warning("not a Canvas, Moodle or Blackboard file name: %s", filename)
+                self._refuse(filename, "does not match your named_regexp")
                 return None
-        if fields is None:
+        else:
+            fields = lms_fields(self._relative(filename))
+            if fields is None:
+                self._refuse(filename, "no Canvas, Moodle or Blackboard fields where the LMS "
+                             "writes them (a top-level file name, or Moodle's top-level "
+                             "participant folder)")  # fmt: skip
+                return None
+        student = fields.get("student_id")
+        if not valid_student_id(student):
+            self._refuse(filename, f"the student id {student!a} is not letters, digits "
+                         "and . _ @ - (at most 64)")  # fmt: skip
             return None
-        if not valid_student_id(fields.get("student_id")):
-            self.log.warning(
-                "refused %s: the student id %s is not letters, digits and . _ @ - (at most 64)",
-                filename,
-                ascii(fields.get("student_id")),
-            )
-            return None
-        clash = self._ambiguous().get(filename)
+        clash = self._ambiguous().get(os.path.normpath(filename))
         if clash:
-            self.log.warning("refused %s: the same student and notebook as %s, and no "
-                             "submission time to choose the latest", filename, clash)  # fmt: skip
+            self._refuse(filename, f"the same student ({student}) and notebook as {clash}, and "
+                         "no submission time to choose the latest")  # fmt: skip
             return None
-        self._record_name(filename, fields["student_id"])
+        self._record_name(filename, fields)
         self._remember_download_name(filename)
-        return {**fields, "timestamp": self._submission_time(filename, fields)}
+        when = self._submission_time(filename, fields)
+        return {"student_id": fields["student_id"], "file_id": fields["file_id"], "timestamp": when}
+
+    def _refuse(self, filename: str, reason: str) -> None:
+        shown = self._shown(filename)
+        self.log.warning("refused %s: %s", clean_text(shown, 300), clean_text(reason, 600))
+        left_out.record(self.parent, shown, reason)
+
+    def _shown(self, filename: str) -> str:
+        """`filename` relative to the download folder (downloaded/<assignment>/)."""
+        download = self._download_folder()
+        return os.path.relpath(filename, download) if download is not None else filename
+
+    def _relative(self, filename: str) -> PurePosixPath:
+        """The file's path inside its download (`download_path`); its name alone when not run
+        by zip_collect."""
+        extracted = self._extracted_folder()
+        if extracted is None:
+            return PurePosixPath(Path(filename).name)
+        return download_path(extracted, Path(filename))
+
+    def _plain_files(self) -> set[str] | None:
+        """The plain files of the extracted tree (read once, links never followed; everything
+        else is refused and named); None when not run by zip_collect."""
+        if not hasattr(self, "_plain"):
+            self._plain: set[str] | None = None
+            self._refused: set[str] = set()
+            extracted = self._extracted_folder()
+            if extracted is not None and extracted.is_dir():
+                tree = walk(extracted, follow_top=True)
+                top = os.path.normpath(extracted)
+                self._plain = {os.path.join(top, *path.parts) for path in tree.files}
+                for refusal in tree.refused:
+                    self._refused.add(os.path.join(top, *refusal.path.parts[1:]))
+                    where = os.path.join(extracted.name, *refusal.path.parts[1:])
+                    self.log.warning("refused %s: %s", clean_text(where, 300), refusal.reason)
+                    left_out.record(self.parent, where, refusal.reason)
+        return self._plain
 
     def _remember_download_name(self, filename: str) -> None:
         """Keep the LMS's name for the student's files beside the download (NAMES_FILE), so
         that feedback and grades go back under it after later downloads too."""
-        named = download_name(Path(filename)) if not self.named_regexp else None
+        named = download_name(self._relative(filename)) if not self.named_regexp else None
         download = self._download_folder()
         if named is None or download is None:
             return
@@ -164,19 +247,22 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         names.setdefault(lms, {})[student] = prefix
         (download / NAMES_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")
 
-    def _record_name(self, filename: str, student: str) -> None:
+    def _record_name(self, filename: str, fields: dict[str, str]) -> None:
         """The name Moodle's participant folder shows ("Jane Doe": first names, then the last
         word as the last name) goes into the gradebook, so nbgrader export and formgrader show
         it; a student who already has a name there (a roster) keeps it. Canvas and Blackboard
         names in downloads are logins, not names: not recorded."""
-        folder = _MOODLE_FOLDER.match(Path(filename).parent.name)
         coursedir = getattr(self.parent, "coursedir", None)
-        if folder is None or coursedir is None or self.named_regexp:
+        if fields.get("lms") != "moodle" or coursedir is None or self.named_regexp:
+            return
+        folder = _MOODLE_FOLDER.match(self._relative(filename).parts[0])
+        student = fields["student_id"]
+        if folder is None:  # Moodle's older layout: the name is in the file name
             return
         name = " ".join(folder["name"].split())
         if not _SAFE_NAME.fullmatch(name):
             self.log.warning("%s: the name %s is not kept (markup or control characters)",
-                             filename, ascii(name))  # fmt: skip
+                             self._shown(filename), ascii(name))  # fmt: skip
             return
         first, _, last = name.rpartition(" ")
         with Gradebook(coursedir.db_url, course_id=coursedir.course_id) as gradebook:
@@ -200,19 +286,18 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         except OSError:
             seconds = datetime.datetime.now(datetime.UTC).timestamp()
         when = datetime.datetime.fromtimestamp(seconds, datetime.UTC).replace(tzinfo=None)
-        if not self.named_regexp:
+        if fields.get("lms") == "canvas" and not self.named_regexp:
             when = self._as_canvas_says(filename, when, bool(fields.get("late")))
         return when.isoformat(" ")
 
     def _as_canvas_says(self, filename: str, when: datetime.datetime, late: bool):
         due = self._due_date()
-        is_canvas = _CANVAS.match(Path(filename).name) is not None
-        if due is None or not is_canvas or late == (when > due):
+        if due is None or late == (when > due):
             return when
         moved = due + datetime.timedelta(seconds=1) if late else due
         self.log.warning("%s: Canvas says %s, the download's time %s says otherwise; "
-                         "recorded as %s", filename, "late" if late else "on time", when,
-                         moved)  # fmt: skip
+                         "recorded as %s", self._shown(filename), "late" if late else "on time",
+                         when, moved)  # fmt: skip
         return moved
 
     def _due_date(self) -> datetime.datetime | None:
@@ -265,27 +350,32 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         return times
 
     def _ambiguous(self) -> dict[str, str]:
-        """file -> the other files of its (student, notebook) group, for groups of several
-        files of which one has no timestamp (read once from the extracted directory)."""
+        """notebook -> the other notebooks of its (student, notebook name) group, for groups of
+        several files of which one has no timestamp (read once from the extracted tree)."""
         if getattr(self, "_clashes", None) is None:
-            self._clashes = {}
+            self._clashes: dict[str, str] = {}
             groups: dict[tuple, list[tuple[str, object]]] = {}
-            for path in self._extracted_files():
-                fields = lms_fields(path) if not self.named_regexp else super()._match(str(path))
+            for path in sorted(self._plain_files() or ()):
+                if os.path.splitext(path)[1] not in self.valid_ext:
+                    continue
+                if self.named_regexp:
+                    fields = super()._match(path)
+                else:
+                    fields = lms_fields(self._relative(path))
                 if fields and valid_student_id(fields.get("student_id")):
-                    key = (fields["student_id"], Path(fields["file_id"]).stem)
-                    groups.setdefault(key, []).append((str(path), fields.get("timestamp")))
+                    key = (fields["student_id"], fields["file_id"])
+                    groups.setdefault(key, []).append((path, fields.get("timestamp")))
             for members in groups.values():
                 if len(members) > 1 and any(stamp is None for _, stamp in members):
                     for member, _ in members:
-                        others = ", ".join(p for p, _ in members if p != member)
+                        others = ", ".join(self._shown(p) for p, _ in members if p != member)
                         self._clashes[member] = others
         return self._clashes
 
-    def _extracted_files(self) -> list[Path]:
+    def _extracted_folder(self) -> Path | None:
+        """downloaded/<assignment>/extracted/, or None when not run by zip_collect."""
         app = self.parent  # the ZipCollectApp
         try:
-            top = app._format_collect_path(app.extracted_directory)
-        except AttributeError:  # not run by zip_collect
-            return []
-        return [Path(root) / name for root, _, names in os.walk(top) for name in names]
+            return Path(app._format_collect_path(app.extracted_directory))
+        except AttributeError:
+            return None

@@ -38,8 +38,9 @@ from pathlib import Path
 
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 
+from autograder.core.student_tree import walk
 from autograder.nbgrader_plugins.intake import write_csv
-from autograder.nbgrader_plugins.lms import download_name, recorded_names
+from autograder.nbgrader_plugins.lms import download_name, download_path, recorded_names
 
 LMS_LAYOUTS = ("canvas", "moodle")
 
@@ -87,8 +88,9 @@ def downloaded_prefixes(download: Path, extracted: Path, lms: str) -> dict[str, 
     every zip_collect of the exercise recorded (a second download holds only the students who
     handed in again), else what the extracted download shows."""
     found = dict(recorded_names(download).get(lms, {}))
-    for path in sorted(extracted.rglob("*")) if extracted.is_dir() else []:
-        named = download_name(path) if path.is_file() else None
+    files = walk(extracted, follow_top=True).files if extracted.is_dir() else []
+    for path in files:
+        named = download_name(download_path(extracted, extracted / path))
         if named is not None and named[0] == lms and named[1] not in found:
             found[named[1]] = named[2]
     return found

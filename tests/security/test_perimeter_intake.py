@@ -84,8 +84,11 @@ def test_zip_collect_of_a_hostile_download(tmp_path):
         for member in HOSTILE:
             bundle.writestr(member, member)
         bundle.writestr("Eve Doe_333333_assignsubmission_file_/extra.zip", nested.getvalue())
-    done = nbgrader(course, "zip_collect", EX1)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = nbgrader(course, "zip_collect", EX1, check=False)
+    assert done.returncode == 1, "files were left out: " + done.stderr[-2000:]
+    summary = done.stderr[done.stderr.index("left out") :]
+    for left_out in ("dup_66666_1", "dup_66666_2", "HYPERLINK", "extra.zip", "al\\x1b[2Jice"):
+        assert left_out in summary, f"{left_out} is named in the summary:\n{summary}"
     submitted = {p.name for p in (course / "submitted").iterdir()}
     assert submitted == {s for s in HOSTILE.values() if s}
     victim = course / "submitted" / "victim" / EX1 / NOTEBOOK
