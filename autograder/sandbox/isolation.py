@@ -376,9 +376,9 @@ def private_python_message(level: str | None = None) -> str:
         f"{what}: the grader runs as root, student code never does, and the uid it runs under "
         f"cannot run this Python ({', '.join(roots)}: other users cannot enter "
         f"{', '.join(closed)}). Either {jail_remedy}the jail binds Python into the sandbox; or "
-        "run attn-grade from a Python that other users can read, e.g. "
-        "`/usr/bin/python3 -m venv /opt/attn-grade && /opt/attn-grade/bin/pip install attn-grade` "
-        "(Debian's python3 is world-readable)."
+        "run attn-grade from a Python that other users can read, e.g. a venv of Debian's "
+        "world-readable python3 (`/usr/bin/python3 -m venv /opt/attn-grade`, then install "
+        "attn-grade into it)."
     )
 
 
