@@ -91,6 +91,15 @@ def decode(data: object, exercise: str, key: tuple[str | None, str], level: str)
     return Graded(key[0], check_report(document["report"], exercise, level), "")
 
 
+def failure(error: Exception) -> str:
+    """What went wrong with a task's answer (decode's error, or Dask's), for the warning."""
+    if isinstance(error, InvalidResult):
+        return f"answered what the batch does not use ({str(error)[:300]})"
+    if isinstance(error, TaskFailed):
+        return f"could not grade ({str(error)[:300]})"
+    return f"failed ({type(error).__name__}: {str(error)[:300]})"
+
+
 def check_report(report: Any, exercise: str, level: str) -> dict:
     """`report` if it is a GradeReport.to_dict() of `exercise` at `level` whose checks are all
     declared by the exercise, else InvalidResult."""

@@ -272,7 +272,7 @@ class Batch:
                     print(
                         f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
                         f"on worker {workers_of(client, future)} "
-                        f"{_failure(error)}; graded locally",
+                        f"{dask_results.failure(error)}; graded locally",
                         file=sys.stderr,
                     )
                     graded = None
@@ -289,17 +289,6 @@ class Batch:
         from autograder.sandbox import isolation
 
         return isolation.choose().level
-
-
-def _failure(error: Exception) -> str:
-    """What went wrong with a Dask task's answer, for the warning."""
-    from autograder.batch.dask_results import InvalidResult, TaskFailed
-
-    if isinstance(error, InvalidResult):
-        return f"answered what the batch does not use ({str(error)[:300]})"
-    if isinstance(error, TaskFailed):
-        return f"could not grade ({str(error)[:300]})"
-    return f"failed ({type(error).__name__}: {str(error)[:300]})"
 
 
 def autograde_course(

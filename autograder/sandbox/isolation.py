@@ -395,14 +395,9 @@ def _missing(level: str) -> str:
     return {
         "jail": "bubblewrap (`apt-get install bubblewrap`) with unprivileged user namespaces "
         "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
-        "uid": "the grader must run as root to start the child under a uid of its own, with "
-        "a Python installation that other users may read (not under /root)",
-        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
-        "under a root grader also a Python installation that other users may read (the child "
-        "never runs as root)",
-        "rlimits": "under a root grader, a Python installation that other users may read (the "
-        "child never runs as root)",
-    }.get(level, "")
+        "uid": "the grader must run as root to start the child under a uid of its own",
+        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list)",
+    }.get(level, "")  # a root grader's private Python: private_python_message()
 
 
 def refusal_message(found: Isolation) -> str:
