@@ -9,8 +9,9 @@ again regrades exactly the submissions without a record matching their notebook,
 the grader and the isolation level (`--force` regrades all), and a merge repeated after a kill
 overwrites the same rows, so nothing is lost, duplicated or half-written.
 
-With `--scheduler`, the sandboxed grading runs as Dask tasks (dask_grading.py) and the workers
-here only run nbgrader's part.
+With `--scheduler`, the sandboxed grading runs as Dask tasks (dask_cluster.py) on an
+authenticated cluster, each answer is checked before use (dask_results.py), and the workers here
+only run nbgrader's part.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from autograder.audit import log as audit
 from autograder.batch import scratch
+from autograder.batch.dask_cluster import Plan, SchedulerAccess
 from autograder.batch.messages import Graded, Recorded
 from autograder.batch.pool import worker_pool
 from autograder.batch.table import score_table
@@ -181,7 +183,7 @@ class Batch:
         text = result.reason or f"{line['score']:g}/{line['max_score']:g}"
         progress.step(f"{item.student}/{item.exercise}: {text}")
 
-    def run(self, pending: list[Submitted], pool, state: Path, scheduler: str | None):
+    def run(self, pending: list[Submitted], pool, state: Path, scheduler: Plan | None):
         """Grade `pending` in this process (`pool` None) or in the pool's workers."""
         from autograder.batch import recorder
 
@@ -239,34 +241,38 @@ class Batch:
     def _on_dask(self, pool, pending: list[Submitted], progress: Progress, client) -> None:
         from distributed import as_completed
 
-        from autograder.batch import dask_cluster as dask_grading
+        from autograder.batch import dask_results
+        from autograder.batch.dask_client import workers_of
+        from autograder.batch.dask_cluster import grade_on_worker
         from autograder.batch.recorder import record_in_worker
         from autograder.core.versions import checks_digest
 
+        level = self.level_name
         try:
             remote = {}
             for item in pending:
+                key = dask_results.expected_key(item.exercise, item.student, item.path)
                 future = client.submit(
-                    dask_grading.grade_on_worker,
+                    grade_on_worker,
                     item.exercise,
                     item.student,
                     item.path.read_bytes(),
-                    self.level_name,
+                    level,
                     checks_digest(),
                     pure=False,
                 )
-                remote[future] = item
+                remote[future] = (item, key)
             local: dict[Future, Submitted] = {}
             for future in as_completed(list(remote)):
-                item = remote.pop(future)
-                try:
-                    graded = future.result()
-                    if not isinstance(graded, Graded):
-                        raise TypeError(f"the task returned a {type(graded).__name__}")
+                item, key = remote.pop(future)
+                graded: Graded | None
+                try:  # the answer is data: parsed and checked here, never unpickled
+                    graded = dask_results.decode(future.result(), item.exercise, key, level)
                 except Exception as error:  # noqa: BLE001 - graded here instead, with a word
                     print(
                         f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
-                        f"failed ({type(error).__name__}: {str(error)[:300]}); graded locally",
+                        f"on worker {workers_of(client, future)} "
+                        f"{dask_results.failure(error)}; graded locally",
                         file=sys.stderr,
                     )
                     graded = None
@@ -290,14 +296,16 @@ def autograde_course(
     exercises: list[str] | None = None,
     workers: int = 2,
     db_url: str | None = None,
-    scheduler: str | None = None,
+    scheduler: SchedulerAccess | None = None,
     force: bool = False,
     student: str | None = None,
 ) -> int:
     """Autograde all submissions that need it (or every submission of one `student`, up to
     date or not); print a table. Returns the process exit code."""
+    from autograder.batch.dask_cluster import plan
     from autograder.sandbox import isolation
 
+    cluster = plan(scheduler) if scheduler is not None else None  # refused before any work
     try:
         api = nbgrader_api(course, db_url)
     except CourseError as error:
@@ -336,8 +344,8 @@ def autograde_course(
             pending.sort(key=lambda item: -grading_seconds(item.exercise))
             # the workers start only now that there is work (pool.worker_pool); with
             # --scheduler the pool runs nbgrader's part only, in one process or more
-            with worker_pool(workers, len(pending), always=scheduler is not None) as pool:
-                batch.run(pending, pool, state, scheduler)
+            with worker_pool(workers, len(pending), always=cluster is not None) as pool:
+                batch.run(pending, pool, state, cluster)
     return summarize(api, course, submissions, accounting, batch.outcomes)
 
 

@@ -18,6 +18,8 @@ from autograder.cli.common import (
     course_path,
     exercise_list,
     isolation_option,
+    scheduler_access,
+    scheduler_options,
 )
 from autograder.cli.lms import add_lms_commands
 from autograder.core.errors import AttnGradeError
@@ -94,7 +96,7 @@ def cmd_autograde(args: argparse.Namespace) -> int:
         exercise_list(args.exercises) or list(EXERCISES),
         workers=args.workers,
         db_url=args.db,
-        scheduler=args.scheduler,
+        scheduler=scheduler_access(args),
         force=args.force,
         student=args.student,
     )
@@ -241,11 +243,7 @@ def parser() -> argparse.ArgumentParser:
         help="gradebook as an SQLAlchemy URL (default: the course's nbgrader_config.py, else "
         "COURSE/gradebook.db), e.g. postgresql+psycopg://grader@/course?host=/run/postgresql",
     )
-    autograde.add_argument(
-        "--scheduler",
-        help="grade on a Dask cluster: the scheduler's address (tcp://host:8786) or scheduler "
-        "file; --workers then counts the local processes that run nbgrader's part",
-    )
+    scheduler_options(autograde)
     autograde.add_argument(
         "--force",
         action="store_true",

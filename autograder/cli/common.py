@@ -53,3 +53,43 @@ def course_batch_options(command: argparse.ArgumentParser) -> None:
         help="nbgrader course root, relative to the current directory",
     )
     command.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+
+
+def scheduler_options(command: argparse.ArgumentParser) -> None:
+    """--scheduler and how to authenticate to it (`autograde`)."""
+    command.add_argument(
+        "--scheduler",
+        help="grade on a Dask cluster: the scheduler's address (tls://host:8786) or scheduler "
+        "file; --workers then counts the local processes that run nbgrader's part",
+    )
+    tls = "(default: Dask's config distributed.comm.tls.%s)"
+    command.add_argument(
+        "--tls-ca-file", metavar="FILE", help="the cluster's CA certificate " + tls % "ca-file"
+    )
+    command.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="this client's certificate, signed by that CA " + tls % "client.cert",
+    )
+    command.add_argument(
+        "--tls-key", metavar="FILE", help="that certificate's key " + tls % "client.key"
+    )
+    command.add_argument(
+        "--insecure-scheduler",
+        action="store_true",
+        help="accept a scheduler without TLS (tcp://): whoever can reach it can attach a "
+        "worker, read every notebook, return any score and run code here",
+    )
+
+
+def scheduler_access(args: argparse.Namespace):
+    """The SchedulerAccess of --scheduler and its options (None without --scheduler)."""
+    from autograder.batch.dask_cluster import SchedulerAccess
+    from autograder.core.errors import UsageError
+
+    options = (args.tls_ca_file, args.tls_cert, args.tls_key, args.insecure_scheduler)
+    if args.scheduler is None:
+        if any(options):
+            raise UsageError("--tls-* and --insecure-scheduler go with --scheduler")
+        return None
+    return SchedulerAccess(args.scheduler, *options)

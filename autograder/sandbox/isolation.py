@@ -258,11 +258,10 @@ def _probe_level(level: str) -> Isolation | None:
     cgroup = _cgroups()
     if level == "jail":
         return Isolation("jail", abi, cgroup) if _jail_works() else None
-    root = os.geteuid() == 0
-    if root and not all(_others_can_enter(p) for p in python_roots()):
+    if private_python():
         return None  # the sandbox uid could not run Python: never a root child instead
     if level == "uid":
-        return Isolation("uid", abi, cgroup) if root else None
+        return Isolation("uid", abi, cgroup) if os.geteuid() == 0 else None
     if level == "landlock":
         return Isolation("landlock", abi, cgroup) if abi else None
     return Isolation("rlimits", 0, cgroup)
@@ -287,7 +286,7 @@ def detect() -> Isolation:
         found = _probe_level(level)
         if found is not None:
             return found
-    raise AssertionError("rlimits is always available")
+    raise IsolationError(private_python_message())  # rlimits is refused only for this reason
 
 
 def requested() -> str | None:
@@ -313,6 +312,8 @@ def _choose(level: str) -> Isolation:
     if level not in LEVELS:
         raise IsolationError(f"unknown isolation level {level!r}; choose from {', '.join(LEVELS)}")
     probed = _probe_level(level)
+    if probed is None and level != "jail" and private_python():
+        raise IsolationError(private_python_message(level))
     if probed is None:
         raise IsolationError(f"isolation level {level!r} is not available here: " + _missing(level))
     chosen = Isolation(probed.level, probed.landlock_abi, probed.cgroup, explicit=True)
@@ -351,18 +352,51 @@ def require_private(level: Isolation, paths: list[Path]) -> None:
     )
 
 
+def private_python() -> list[str]:
+    """The parts of this Python that a root grader's sandbox uid cannot enter (e.g. /root)."""
+    if os.geteuid() != 0:
+        return []
+    return [root for root in python_roots() if not _others_can_enter(root)]
+
+
+def private_python_message(level: str | None = None) -> str:
+    """Why a root grader with a private Python gets no level (or not `level`): what to change."""
+    from autograder.sandbox import jail
+
+    roots = private_python()
+    closed = sorted({_closed_ancestor(root) for root in roots})
+    what = f"isolation level {level!r} is not available here" if level else "refusing to grade"
+    jail_remedy = (
+        "install bubblewrap (`apt-get install bubblewrap`) and grade at the default level: "
+        if jail.bwrap() is None
+        else "grade in the jail (--isolation jail, the default where bubblewrap works): "
+    )
+    return (
+        f"{what}: the grader runs as root, student code never does, and the uid it runs under "
+        f"cannot run this Python ({', '.join(roots)}: other users cannot enter "
+        f"{', '.join(closed)}). Either {jail_remedy}the jail binds Python into the sandbox; or "
+        "run attn-grade from a Python that other users can read, e.g. a venv of Debian's "
+        "world-readable python3 (`/usr/bin/python3 -m venv /opt/attn-grade`, then install "
+        "attn-grade into it)."
+    )
+
+
+def _closed_ancestor(path: str) -> str:
+    """The outermost directory on the way to `path` that other users cannot enter."""
+    current = Path(os.path.realpath(path))
+    for candidate in [*reversed(current.parents), current]:
+        if not os.stat(candidate).st_mode & stat.S_IXOTH:
+            return str(candidate)
+    return str(current)
+
+
 def _missing(level: str) -> str:
     return {
         "jail": "bubblewrap (`apt-get install bubblewrap`) with unprivileged user namespaces "
         "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
-        "uid": "the grader must run as root to start the child under a uid of its own, with "
-        "a Python installation that other users may read (not under /root)",
-        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
-        "under a root grader also a Python installation that other users may read (the child "
-        "never runs as root)",
-        "rlimits": "under a root grader, a Python installation that other users may read (the "
-        "child never runs as root)",
-    }.get(level, "")
+        "uid": "the grader must run as root to start the child under a uid of its own",
+        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list)",
+    }.get(level, "")  # a root grader's private Python: private_python_message()
 
 
 def refusal_message(found: Isolation) -> str:
