@@ -20,14 +20,10 @@ from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 from traitlets.config import Config
 
-from autograder.nbgrader_plugins.mathml import math_to_mathml
+from autograder.nbgrader_plugins.allow_list import clean_output_html, clean_student_html
+from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
-from autograder.nbgrader_plugins.sanitize import (
-    clean_output_html,
-    clean_student_html,
-    neutralise_tex,
-)
 from autograder.nbgrader_plugins.student_text import block_body, region
 
 __all__ = ["FeedbackExporter", "GetGradesAndPending", "RenderMathOffline", "math_to_mathml"]
@@ -72,7 +68,7 @@ class FeedbackExporter(HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        """Markdown (with its offline MathML) as HTML, cleaned last (sanitize.py); the report
+        """Markdown (with its offline MathML) as HTML, cleaned last (allow_list.py); the report
         cell, ours (it replaces any cell of its id), keeps the classes that style it; a
         student's cell, rendered at autograding (student_text.py), is cleaned again and shown in
         the region labelled as the student's: "Your answer" for the written answer."""

@@ -1,6 +1,8 @@
 """LaTeX math as MathML, which browsers render without MathJax (Chromium >= 109, Firefox,
 Safari): in markdown (the feedback page's RenderMathOffline) and in the text of a student's
-rendered cell (student_text.py). Whatever MathML comes out is cleaned afterwards (sanitize.py).
+rendered cell (student_text.py). Whatever MathML comes out is cleaned afterwards
+(allow_list.py). Before that, the TeX macros that would reach CSS, links or extensions in
+MathJax (or in MathML attributes) are shown as text (`neutralise_tex`).
 """
 
 from __future__ import annotations
@@ -8,7 +10,13 @@ from __future__ import annotations
 import html
 import re
 
-from autograder.nbgrader_plugins.sanitize import neutralise_tex
+# a backslash, also as an HTML character reference (`&#92;`, `&#x5c;`, `&bsol;`, `&amp;#92;`)
+_BACKSLASH = r"(?:\\|&(?:amp;)*(?:#0*92|#[xX]0*5[cC]|bsol);?)"
+# MathJax macros that set CSS, links, ids or classes, or load extensions
+TEX_MACROS = re.compile(
+    _BACKSLASH + r"(style|href|class|cssId|require|unicode|data|html|toggle|mmlToken|bbox|"
+    r"texttip|mathtip|toolTip|statusline)(?![A-Za-z])"
+)
 
 # $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
 # Inline math as pandoc reads it: `$` then a non-space, a non-space then `$` not followed by a
@@ -20,6 +28,13 @@ _MATH = re.compile(
 _CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
 # characters markdown would still act on between the tags of inline MathML
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}
+
+
+def neutralise_tex(source: str) -> str:
+    """`\\style{..}{x}` -> `\\text{style}{..}{x}`: shown as text, never run by MathJax; also
+    when its backslash is written as an HTML entity (`&#92;style`, which MathJax reads after
+    the browser decoded it)."""
+    return TEX_MACROS.sub(lambda match: r"\text{" + match[1] + "}", source)
 
 
 def _mathml(latex: str, display: bool) -> str | None:

@@ -10,7 +10,7 @@ student's text is rendered here, on its way into the autograded notebook:
   cell is shown as the text it is;
 - the math in the rendered text (`$...$`, `$$...$$`: found in the decoded text, as MathJax
   finds it) as MathML, its TeX decoded and neutralised (mathml.text_with_math);
-- the allow-list cleaner last (sanitize.clean_student_html): links only to http(s), mailto and
+- the allow-list cleaner last (allow_list.py): links only to http(s), mailto and
   the page itself; MathML that cannot size, colour or move anything;
 - headings as bold paragraphs: a student's "# Score: 10.0 / 10.0" is no heading of the page;
   a link that lost its href is its text (it would look like a link and do nothing);
@@ -28,9 +28,9 @@ import html
 import re
 from html.parser import HTMLParser
 
+from autograder.nbgrader_plugins.allow_list import clean_student_html
 from autograder.nbgrader_plugins.mathml import text_with_math
 from autograder.nbgrader_plugins.page_text import words
-from autograder.nbgrader_plugins.sanitize import clean_student_html
 
 BLOCK_CLASS = "attn-student-text"
 # classes MathJax 2 and 3 skip: nothing in the region is typeset

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from autograder.nbgrader_plugins.feedback import RenderMathOffline, math_to_mathml
-from autograder.nbgrader_plugins.sanitize import clean_student_html, neutralise_tex
+from autograder.nbgrader_plugins.allow_list import clean_student_html
+from autograder.nbgrader_plugins.feedback import RenderMathOffline
+from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 
 OVERLAY = (
     r"$\style{position:fixed;top:0;left:0;width:100%;height:100%;background:white}"
