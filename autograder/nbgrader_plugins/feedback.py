@@ -2,15 +2,15 @@
 
 The course config makes GenerateFeedback use FeedbackExporter (nbgrader's feedback template
 extended by templates/attn_feedback: "not graded yet" for the written answer until it is, long
-lines wrapped, a readable report table) and two preprocessors: GetGradesAndPending (nbgrader's
-GetGrades, plus which grades wait for the instructor) and RenderMathOffline (LaTeX in markdown
-becomes MathML, which browsers render without MathJax from the internet).
+lines wrapped, a readable report table, the student's own text in a region labelled "Your
+answer") and two preprocessors: GetGradesAndPending (nbgrader's GetGrades, plus which grades
+wait for the instructor) and RenderMathOffline (LaTeX in markdown becomes MathML, which browsers
+render without MathJax from the internet; the student's cells arrive rendered already).
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 from jinja2 import pass_context
@@ -20,30 +20,19 @@ from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 from traitlets.config import Config
 
+from autograder.nbgrader_plugins.allow_list import clean_output_html, clean_student_html
+from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
-from autograder.nbgrader_plugins.sanitize import (
-    clean_output_html,
-    clean_student_html,
-    neutralise_tex,
-)
+from autograder.nbgrader_plugins.student_text import block_body, region
 
+__all__ = ["FeedbackExporter", "GetGradesAndPending", "RenderMathOffline", "math_to_mathml"]
 TEMPLATES = Path(__file__).with_name("templates")
-# $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
-# Inline math as pandoc reads it: `$` then a non-space, a non-space then `$` not followed by a
-# digit; also not touching an ASCII letter or digit outside (US$5, $5 and $6 stay prices), but
-# any other script may touch it (`$L$인`: a Korean particle follows its word directly).
-_MATH = re.compile(
-    r"\$\$(.+?)\$\$|(?<![\\$A-Za-z0-9])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![A-Za-z0-9$])", re.S
-)
-_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
-# characters markdown would still act on between the tags of inline MathML
-_MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}
 
 
 def is_report_cell(cell) -> bool:
     return cell.get("cell_type") == "markdown" and (
-        cell.get("id") == REPORT_CELL_ID or 'class="attn-grade-report"' in str(cell.get("source"))
+        cell.get("id") == REPORT_CELL_ID or 'class="attn-grade-report' in str(cell.get("source"))
     )
 
 
@@ -79,9 +68,18 @@ class FeedbackExporter(HTMLExporter):
 
     @pass_context
     def markdown2html(self, context, source):
-        """Markdown (with its offline MathML) as HTML, cleaned last (sanitize.py); the report
-        cell, ours (it replaces any cell of its id), keeps the classes that style it."""
+        """Markdown (with its offline MathML) as HTML, cleaned last (allow_list.py); the report
+        cell, ours (it replaces any cell of its id), keeps the classes that style it; a
+        student's cell, rendered at autograding (student_text.py), is cleaned again and shown in
+        the region labelled as the student's: "Your answer" for the written answer."""
         cell = context.get("cell", {})
+        body = block_body(str(source))
+        if body is not None:
+            answer = cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+            nb = context.get("nb")
+            lang = language(nb.metadata if nb is not None else {})
+            label = words("Your answer" if answer else "Your text", lang)
+            return region(clean_student_html(body), label, style=False)
         ours = cell.get("cell_type") == "markdown" and cell.get("id") == REPORT_CELL_ID
         clean = clean_output_html if ours else clean_student_html
         return clean(super().markdown2html(context, source))
@@ -119,34 +117,13 @@ class GetGradesAndPending(GetGrades):
         resources["nbgrader"]["pending"] = resources["nbgrader"].get("pending", 0) + pending
 
 
-def _mathml(latex: str, display: bool) -> str | None:
-    from latex2mathml.converter import convert
-
-    try:
-        mathml = convert(latex.strip(), display="block" if display else "inline")
-    except Exception:  # noqa: BLE001 - LaTeX it cannot read stays as written
-        return None
-    text = lambda match: ">" + "".join(_MARKDOWN.get(c, c) for c in match[1]) + "<"  # noqa: E731
-    return re.sub(r">([^<]+)<", text, mathml)
-
-
-def math_to_mathml(markdown: str) -> str:
-    """`$...$` and `$$...$$` outside code, as MathML; anything it cannot convert unchanged."""
-
-    def replace(match: re.Match) -> str:
-        display = match[1] is not None
-        return _mathml(match[1] if display else match[2], display) or match[0]
-
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else _MATH.sub(replace, p) for i, p in enumerate(parts))
-
-
 class RenderMathOffline(Preprocessor):
     """Markdown cells' LaTeX as MathML (Chromium >= 109, Firefox, Safari render it natively)."""
 
     enabled = Bool(True).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "markdown" and "$" in cell.source:
+        rendered = block_body(str(cell.source)) is not None  # a student's, MathML already
+        if cell.cell_type == "markdown" and "$" in cell.source and not rendered:
             cell.source = math_to_mathml(neutralise_tex(cell.source))
         return cell, resources

@@ -10,7 +10,7 @@ from pathlib import Path
 ENGLISH_CHROME = (
     "Autograder report", "Your code", "Your written answer", "Written answer", "Comments",
     "Score:", "not graded yet", "(Top)", "YOUR ANSWER HERE", "Checks", "from automatic checks",
-    "passed", "failed", "No response.",
+    "passed", "failed", "No response.", "Your answer", "Your text", "Written by the student",
 )  # fmt: skip
 
 
