@@ -12,8 +12,9 @@ import pytest
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from traitlets.config import Config
 
+from autograder.nbgrader_plugins import student_text
 from autograder.nbgrader_plugins.sanitize import SanitizeStudentHTML
-from autograder.nbgrader_plugins.student_text import block_body, student_block
+from autograder.nbgrader_plugins.student_text import block_body, student_block, student_html
 
 JS = "javascript:alert(1)"
 
@@ -172,3 +173,20 @@ def test_without_a_release_every_cell_is_the_students(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("YOUR ANSWER HERE")])
     notebook, _ = SanitizeStudentHTML().preprocess(notebook, {})
     assert block_body(notebook.cells[0].source) == "<p>YOUR ANSWER HERE</p>"
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "$x$ " * 20_000,  # math spans
+        "<b>" * 20_000,  # nesting
+        "word " * 40_000,  # length
+    ],
+    ids=["math", "nesting", "length"],
+)
+def test_a_cell_too_large_to_render_is_shown_as_text(source):
+    """Rendering and cleaning grow faster than linearly (10,000 math spans took 17 s at
+    autograde): past the bounds the cell is its escaped text, cut."""
+    body = student_html(source, "markdown")
+    assert body.startswith("<pre>") and len(body) <= student_text.MAX_RENDERED + 200
+    assert "<math" not in body and "<b>" not in body
