@@ -51,6 +51,7 @@ _HEADING = re.compile(r"<(/?)h[1-6]>")
 MAX_RENDERED = 64 * 1024  # characters of one cell
 MAX_MATH = 500  # math spans of one cell ($ signs / 2)
 MAX_TAGS = 2000  # "<" of one cell
+_CUT_ENTITY = re.compile(r"&[#\w]*$")  # an entity cut in half at the end
 # a link the cleaner took the href of (links do not nest: the parser closed any open one)
 _DEAD_LINK = re.compile(r"<a\b(?![^>]*\shref=)[^>]*>(.*?)</a>", re.S)
 
@@ -102,7 +103,7 @@ def student_html(source: str, cell_type: str) -> str:
     )
     if cell_type == "raw" or too_much:
         shown = html.escape(source[:MAX_RENDERED], quote=False)[:MAX_RENDERED]
-        return f"<pre>{shown.rsplit('&', 1)[0] if '&' in shown[-6:] else shown}</pre>"
+        return f"<pre>{_CUT_ENTITY.sub('', shown)}</pre>"
     parser = _MathInText()
     parser.feed(clean_student_html(markdown_html(source)))
     parser.close()
