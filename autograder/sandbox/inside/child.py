@@ -14,11 +14,18 @@ import types
 import warnings
 
 import failures
+import module_probes
+import numpy_only
 import probes
 import shell
+import trusted
 import wire
 from failures import cell_filename, describe, stopped_earlier
 from shell import Shell, ipython_to_python
+
+# The server's and the snapshot's own builtins, as they were before any student code ran (a
+# notebook's `builtins.sorted = ...` must not blind the tamper check).
+globals()["__builtins__"] = trusted.BUILTINS
 
 MAX_REPR = 200
 # What one demo cell may show (the parent checks again: the child is not trusted with limits).
@@ -30,12 +37,16 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    names = ("probes", "wire", "failures", "shell")
+    names = ("probes", "wire", "failures", "shell", "trusted", "module_probes", "numpy_only")
     parts = {f"module {name}": sys.modules.get(name) for name in names}
+    for module in (probes, trusted, module_probes, numpy_only):
+        parts[f"{module.__name__}.__builtins__"] = vars(module).get("__builtins__")
+    parts["child.__builtins__"] = globals().get("__builtins__")
+    parts.update(trusted.parts())  # what the probes took from torch, and where it came from
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, failures, shell, Server):
+    for owner in (probes, wire, failures, shell, trusted, module_probes, numpy_only, Server):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
@@ -371,6 +382,7 @@ def main() -> None:
     requests = os.fdopen(int(sys.argv[1]), "rb")
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
+    trusted.capture()  # torch's references for the probes, before the notebook's first cell
     server._integrity_changed = Integrity().changed
     while True:
         try:
