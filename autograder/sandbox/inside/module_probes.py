@@ -19,16 +19,34 @@ globals()["__builtins__"] = trusted.BUILTINS  # builtins as they were before stu
 Kit = trusted.Kit
 
 
-def _real_class_name(k: Kit, cls) -> str:
-    """The dotted name of the most derived PyTorch nn.Module class in `cls`'s MRO (by identity
-    with the classes torch.nn defined before student code ran), else the notebook class's own
-    name marked as such: a class that only names itself `torch.nn....TransformerEncoder`, or
-    whose module in sys.modules was replaced, is not one."""
-    real = dict(k.real_classes)
+def _real_class(k: Kit, cls) -> tuple | None:
+    """(class, dotted name, forward) of the most derived PyTorch nn.Module class in `cls`'s MRO,
+    by identity with the classes torch.nn defined before student code ran: a class that only
+    names itself `torch.nn....TransformerEncoder`, or is put in torch's module, is not one."""
+    real = {id(entry[0]): entry for entry in k.real_classes}
     for base in type.__dict__["__mro__"].__get__(cls):
-        if base is not k.Module and base in real:
-            return real[base]
-    return f"notebook.{type.__dict__['__qualname__'].__get__(cls)}"
+        if base is not k.Module and id(base) in real:
+            return real[id(base)]
+    return None
+
+
+def _real_class_name(k: Kit, cls) -> str:
+    """The dotted name of `_real_class`, else the notebook class's own name marked as such."""
+    found = _real_class(k, cls)
+    return found[1] if found else f"notebook.{type.__dict__['__qualname__'].__get__(cls)}"
+
+
+def _runs_as(k: Kit, module) -> str | None:
+    """The dotted name of the PyTorch class whose own forward this module runs: its real class
+    (`_real_class`), where neither a class in its MRO nor the module itself replaced that
+    forward, and torch's class still holds it; None otherwise (a subclass, or a class whose
+    MRO names the real one, with a forward of its own is not what it names)."""
+    found = _real_class(k, type(module))
+    if found is None or "forward" in trusted.own(k, module):
+        return None
+    cls, name, forward = found
+    ok = trusted.resolved(type(module), "forward") is forward is trusted.resolved(cls, "forward")
+    return name if ok else None
 
 
 def module_summary(module) -> dict:
@@ -44,6 +62,7 @@ def module_summary(module) -> dict:
             {
                 "name": name,
                 "class": _real_class_name(k, type(child)),
+                "runs": _runs_as(k, child),
                 "batch_first": _plain(dict.get(state, "batch_first")),
                 "num_layers": _plain(dict.get(state, "num_layers")),
             }
@@ -125,8 +144,9 @@ def runs_through(model, path, *args) -> int:
 
 
 def inputs_through(model, path, *args) -> dict:
-    """What `model`'s submodule `path` received during model(*args): {"class": its class (as
-    module_summary names it), "inputs": a copy of its first input at every call}."""
+    """What `model`'s submodule `path` received during model(*args): {"class", "runs": its
+    class and the class whose forward it runs (as module_summary names them), "inputs": a copy
+    of its first input at every call made by nn.Module's dispatcher}."""
     k = trusted.kit()
     _, seen = _inputs_through(k, lambda module, *xs: module(*xs), model, path, args)
     copies = [
@@ -135,7 +155,8 @@ def inputs_through(model, path, *args) -> dict:
         if isinstance(x, k.Tensor)
     ]
     target = trusted.submodule(k, model, path)
-    return {"class": _real_class_name(k, type(target)), "inputs": copies}
+    kind = _real_class_name(k, type(target))
+    return {"class": kind, "runs": _runs_as(k, target), "inputs": copies}
 
 
 def gradients(module) -> dict:

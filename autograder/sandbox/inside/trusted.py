@@ -47,7 +47,7 @@ class Kit(NamedTuple):
     call_impl_code: Any  # the code of nn.Module._call_impl and of its `inner`, which calls
     inner_code: Any  # the hooks, and the globals they run with
     dispatcher_globals: dict
-    real_classes: tuple  # (class, dotted name) of every nn.Module class torch.nn defines
+    real_classes: tuple  # (class, dotted name, forward) of every nn.Module class of torch.nn
     getframe: Any
     modules: dict  # sys.modules (the interpreter's dict, whatever `sys.modules` names later)
     function_modes: tuple  # (push, pop, length) of torch's function-mode and dispatch-mode
@@ -118,6 +118,7 @@ def _named(code, name: str) -> bool:
 
 
 def _real_classes(module_class) -> tuple:
+    """(class, dotted name, its forward) of every nn.Module class that torch.nn defines."""
     found = []
     for name, home in list(sys.modules.items()):
         if not name.startswith("torch.nn") or home is None:
@@ -125,8 +126,18 @@ def _real_classes(module_class) -> tuple:
         for attr, value in list(vars(home).items()):
             if isinstance(value, type) and issubclass(value, module_class):
                 if value.__module__ == name and value.__qualname__ == attr:
-                    found.append((value, f"{name}.{attr}"))
+                    found.append((value, f"{name}.{attr}", resolved(value, "forward")))
     return tuple(found)
+
+
+def resolved(cls, name: str):
+    """What `cls.name` resolves to along its MRO (the first class dict holding it), read from
+    the type's own slots: no metaclass or class attribute is asked."""
+    for base in type.__dict__["__mro__"].__get__(cls):
+        held = type.__dict__["__dict__"].__get__(base)
+        if name in held:
+            return held[name]
+    return None
 
 
 def kit() -> Kit:
