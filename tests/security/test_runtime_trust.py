@@ -371,3 +371,49 @@ def test_replacing_what_the_probes_rely_on_is_tampering(patch, tmp_path):
     report = grade_notebook(path, only=["test_make_qkv_shapes_and_dtype"])
     assert report.status == "tampered", report.messages
     assert report.score == 0
+
+
+# -- ex7: generate with gradients behind the hooks' back, one small call for them to see ----------
+GENERATE_WITH_GRADIENTS = """
+def generate(model, prompt, n_new, use_cache=True):
+    tokens, cache = prompt, (KVCache() if use_cache else None)
+    for step in range(n_new):
+        if cache is None:
+            logits = model(tokens)
+        else:
+            logits = model(tokens if step == 0 else tokens[:, -1:], cache)
+        tokens = torch.cat([tokens, logits[:, -1].argmax(dim=-1, keepdim=True)], dim=1)
+    return tokens
+"""
+GENERATE_BEHIND_THE_HOOKS = (
+    GENERATE_WITH_GRADIENTS.replace("def generate(", "def _generate(")
+    + """
+import torch.nn.modules.module as _dispatch
+def generate(model, prompt, n_new, use_cache=True):
+    hooks = (_dispatch._global_forward_pre_hooks, _dispatch._global_forward_hooks)
+    saved = [dict(h) for h in hooks]
+    for h in hooks:
+        h.clear()
+    try:
+        tokens = _generate(model, prompt, n_new, use_cache)
+    finally:
+        for h, s in zip(hooks, saved):
+            h.update(s)
+    with torch.no_grad():
+        model(prompt[:1, :1])
+    return tokens
+"""
+)
+
+
+@pytest.mark.ex7
+def test_generate_with_gradients_behind_the_hooks_earns_no_gradient_points(tmp_path):
+    check = "test_generate_runs_without_gradients"
+    scores = {}
+    for kind, source in (
+        ("control", GENERATE_WITH_GRADIENTS),
+        ("attack", GENERATE_BEHIND_THE_HOOKS),
+    ):
+        _, result = scored("ex7_kv_cache", {"generate": source}, check, tmp_path, kind)
+        scores[kind] = result.points
+    assert scores["attack"] <= scores["control"] == 0, scores

@@ -119,7 +119,7 @@ def _inputs_through(k: Kit, function, model, path: str, args: tuple) -> tuple[An
     seen: list = []
 
     def record(module, inputs):
-        if module is target and trusted.genuine(k):
+        if trusted.genuine(k) and module is target:
             list.append(seen, inputs[0] if isinstance(inputs, tuple) and inputs else None)
 
     with trusted.Watching(k, before=record):
@@ -208,7 +208,7 @@ def weights_reaching_the_output(model, x) -> dict:
                 False,
             )
     return {
-        name: grad is not None and bool(k.functions.any(k.functions.ne(grad, 0)))
+        name: grad is not None and trusted.call(k, k.functions.any(grad), "item") is True
         for (name, _), grad in zip(weights, grads, strict=True)
     }
 
@@ -256,7 +256,7 @@ def training_batches(function, model, args, kwargs):
     sizes: list[int] = []
 
     def record(module, inputs):
-        if id(module) not in ours or not trusted.genuine(k):
+        if not trusted.genuine(k) or id(module) not in ours:
             return
         entry[:] = entry or [id(module)]
         if id(module) == entry[0] and trusted.flag(k, module, "training", True):
@@ -276,12 +276,14 @@ def forward_modes(function, model, *args):
     without gradients, into the first module class called (the model, or its first submodule
     when the function calls model.forward). Only calls made by nn.Module's dispatcher count,
     however the module is called; a module that holds parameters of its own but is not one of
-    `model`'s (a copy of the model, or one rebuilt from its state_dict) counts too."""
+    `model`'s (a copy of the model, or one rebuilt from its state_dict) counts too.
+    `rows_without_gradients` is `rows_evaluated` in either mode."""
     k = trusted.kit()
     ours = {id(m) for _, m in trusted.named_modules(k, model)}
-    counts = {"calls": 0, "training": 0, "with_gradients": 0, "rows_evaluated": 0}
+    counts = {"calls": 0, "training": 0, "with_gradients": 0}
+    counts |= {"rows_evaluated": 0, "rows_without_gradients": 0}
     entry: list[type] = []  # the class of the first module called: the way into the model
-    open_calls: list[list] = []  # [module id, gradients seen, rows counted] of calls under way
+    open_calls: list[list] = []  # [module id, gradients, rows, training] of calls under way
 
     def counted(module) -> bool:
         if id(module) in ours:
@@ -290,7 +292,7 @@ def forward_modes(function, model, *args):
         return isinstance(own, dict) and any(p is not None for p in dict.values(own))
 
     def before(module, inputs):
-        if not counted(module) or not trusted.genuine(k):
+        if not trusted.genuine(k) or not counted(module):
             return
         training = trusted.flag(k, module, "training", True)
         gradients = bool(k.grad_enabled())
@@ -298,23 +300,23 @@ def forward_modes(function, model, *args):
         counts["training"] += training
         counts["with_gradients"] += gradients
         entry[:] = entry or [type(module)]
-        rows = 0
-        if type(module) is entry[0] and not training and not gradients:
-            rows = trusted.batch_rows(k, inputs)
-            counts["rows_evaluated"] += rows
-        open_calls.append([id(module), gradients, rows])
+        rows = trusted.batch_rows(k, inputs) if type(module) is entry[0] and not gradients else 0
+        counts["rows_without_gradients"] += rows
+        counts["rows_evaluated"] += 0 if training else rows
+        open_calls.append([id(module), gradients, rows, training])
 
     def after(module, inputs, output):
-        if not counted(module) or not trusted.genuine(k):
+        if not trusted.genuine(k) or not counted(module):
             return
         while open_calls and open_calls[-1][0] != id(module):
             open_calls.pop()  # a call that raised before its forward hooks ran
         if not open_calls:
             return
-        _, gradients, rows = open_calls.pop()
+        _, gradients, rows, training = open_calls.pop()
         if not gradients and trusted.carries_a_graph(k, output):
             counts["with_gradients"] += 1
-            counts["rows_evaluated"] -= rows
+            counts["rows_without_gradients"] -= rows
+            counts["rows_evaluated"] -= 0 if training else rows
 
     with trusted.Watching(k, before=before, after=after):
         result = function(model, *args)

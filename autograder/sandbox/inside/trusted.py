@@ -52,7 +52,6 @@ class Kit(NamedTuple):
     modules: dict  # sys.modules (the interpreter's dict, whatever `sys.modules` names later)
     function_modes: tuple  # (push, pop, length) of torch's function-mode and dispatch-mode
     dispatch_modes: tuple  # stacks (for `numpy_only`)
-    mode_bases: tuple  # (TorchFunctionMode, TorchDispatchMode)
 
 
 _KIT: Kit | None = None
@@ -74,8 +73,6 @@ def _take() -> Kit:
     import torch.nn as nn
     import torch.nn.modules.module as dispatcher
     from torch.autograd.variable import Variable
-    from torch.overrides import TorchFunctionMode
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     call_impl = vars(nn.Module)["_call_impl"]
     C = torch._C
@@ -109,7 +106,6 @@ def _take() -> Kit:
             C._pop_torch_dispatch_stack,
             C._len_torch_dispatch_stack,
         ),
-        mode_bases=(TorchFunctionMode, TorchDispatchMode),
     )
 
 
