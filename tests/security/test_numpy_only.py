@@ -1,8 +1,8 @@
 """ex1's "NumPy only" is decided by evidence ("Hidden means hidden", item 3): the function is
 called with PyTorch out of reach (`sandbox/inside/numpy_only.py`), so that PyTorch reached
 through any name scores no more than the honest notebook that imports it in the function's
-body. Each attack below passed both the static scan and the "torch unimportable" call before,
-and scored 8/8 against the control's 7.25."""
+body. Each attack below passed both the static scan and the "torch unimportable" call before
+(8/8 graded whole, against the control's 7.25)."""
 
 from __future__ import annotations
 
@@ -103,32 +103,37 @@ def _compare(Q, K, V):
 }
 
 
-def points_of(cells: dict[str, str], tmp_path: Path, name: str) -> tuple[float, object]:
+def graded(cells: dict[str, str], tmp_path: Path, name: str, only=None):
     notebook = source_notebook(EX1, replace=cells)
-    report = grade_notebook(write_notebook(notebook, tmp_path / name / f"{EX1}.ipynb"))
+    path = write_notebook(notebook, tmp_path / name / f"{EX1}.ipynb")
+    report = grade_notebook(path, only=only)
     assert report.status == "ok", report.messages
     (result,) = [c for c in report.checks if c.name == CHECK]
-    return report.score, result
+    return report, result
 
 
 @pytest.fixture(scope="module")
 def control(tmp_path_factory):
-    """The honest notebook that uses PyTorch in the function's body (a catalogued mistake)."""
+    """The honest notebook that uses PyTorch in the function's body (a catalogued mistake):
+    its NumPy-only points (the check and those it requires)."""
     mistake = catalogue_for(EX1)["torch_inside_numpy"]
-    score, result = points_of({SDPA: mistake.source}, tmp_path_factory.mktemp("control"), "c")
-    assert not result.passed and score == 8 - 0.75
-    return score
+    report, result = graded(
+        {SDPA: mistake.source}, tmp_path_factory.mktemp("control"), "c", only=[CHECK]
+    )
+    assert not result.passed
+    return report.score
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_pytorch_reached_by_any_name_earns_no_numpy_only_points(attack, control, tmp_path):
-    score, result = points_of({SDPA: ATTACKS[attack]}, tmp_path, attack)
+    report, result = graded({SDPA: ATTACKS[attack]}, tmp_path, attack, only=[CHECK])
     assert not result.passed, result
-    assert score <= control
+    assert report.score <= control
     assert result.mistake in ("torch_inside_numpy", "torch_dynamic_import"), result
 
 
 @pytest.mark.parametrize("solution", sorted(HONEST))
 def test_numpy_solutions_beside_pytorch_keep_full_marks(solution, tmp_path):
-    score, result = points_of({SDPA: HONEST[solution]}, tmp_path, solution)
-    assert result.passed and score == 8, result
+    """Graded whole: the rest of the notebook (max_abs_diff_vs_torch) finds its torch again."""
+    report, result = graded({SDPA: HONEST[solution]}, tmp_path, solution)
+    assert result.passed and report.score == 8, result
