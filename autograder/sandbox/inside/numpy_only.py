@@ -3,12 +3,13 @@ reach, and whatever it still does with PyTorch is evidence against it.
 
 For that one call: every `torch` module is unimportable (`import torch` and `importlib`,
 however spelled, fail); every torch module object in the function's reach (the globals its code
-names, its closures and default arguments, recursively through the functions, methods,
-classes, instances and containers they reach) is replaced by a poison that raises when used;
-and a PyTorch function mode and dispatch mode (pushed with torch's C functions captured before
-student code ran) record and refuse every torch operation, so that a torch function kept in a
-dict, a tuple, a partial or a tensor held at the top level is caught too. Everything is
-restored afterwards: the rest of the notebook (its max_abs_diff_vs_torch) keeps its torch.
+names, its closures and default arguments, recursively through the notebook's functions,
+methods, classes, instances and containers they reach) is replaced by a poison that raises
+when used; and a PyTorch function mode and dispatch mode (pushed with torch's C functions
+captured before student code ran) record and refuse every torch operation, so that a torch
+function kept in a dict, a tuple, a partial or a tensor held at the top level is caught too.
+Everything is restored afterwards: the rest of the notebook (its max_abs_diff_vs_torch) keeps
+its torch.
 """
 
 from functools import partial
@@ -139,7 +140,8 @@ def _poison_reach(function, torch_modules: dict, uses: list, restore: list) -> N
             continue
         seen.add(id(found))
         if isinstance(found, FunctionType):
-            _function_reach(found, look, poison, torch_modules, restore)
+            if dict.get(found.__globals__, "__name__") == "__main__":  # the notebook's own
+                _function_reach(found, look, poison, torch_modules, restore)
         elif isinstance(found, MethodType):
             queue.extend((found.__func__, found.__self__))
         elif isinstance(found, partial):
@@ -186,7 +188,9 @@ WALKED = (FunctionType, MethodType, partial, dict, list, tuple, set, frozenset)
 
 def _walkable(value) -> bool:
     """Whether a value can lead to more: functions, methods, partials, containers, the
-    notebook's classes and their instances (not modules, numbers, arrays or tensors)."""
+    notebook's classes and their instances (not modules, numbers, arrays or tensors). Only the
+    notebook's own functions are looked into: a library's stay as they are (the guards see
+    what they do with torch)."""
     if isinstance(value, WALKED):
         return True
     if isinstance(value, type):

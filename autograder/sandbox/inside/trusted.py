@@ -45,7 +45,7 @@ class Kit(NamedTuple):
     pre_hooks: dict  # nn.Module's global forward pre-hooks and forward hooks
     post_hooks: dict
     call_impl_code: Any  # the code of nn.Module._call_impl and of its `inner`, which calls
-    inner_code: Any  # the hooks, and the globals they run with
+    inner_code: Any  # the hooks (None where _call_impl calls them itself), and the globals
     dispatcher_globals: dict
     real_classes: tuple  # (class, dotted name, forward) of every nn.Module class of torch.nn
     getframe: Any
@@ -91,7 +91,7 @@ def _take() -> Kit:
         pre_hooks=dispatcher._global_forward_pre_hooks,
         post_hooks=dispatcher._global_forward_hooks,
         call_impl_code=call_impl.__code__,
-        inner_code=next(c for c in call_impl.__code__.co_consts if _named(c, "inner")),
+        inner_code=next((c for c in call_impl.__code__.co_consts if _named(c, "inner")), None),
         dispatcher_globals=call_impl.__globals__,
         real_classes=_real_classes(nn.Module),
         getframe=sys._getframe,
@@ -272,9 +272,12 @@ def carries_a_graph(k: Kit, output) -> bool:
 
 def genuine(k: Kit) -> bool:
     """Whether the hook that calls this was called by nn.Module's own dispatcher (`inner` of
-    `_call_impl`, running with the dispatcher's globals, called by `_call_impl`), not by the
-    notebook's code or by a replaced dispatcher."""
+    `_call_impl`, running with the dispatcher's globals, called by `_call_impl`; or
+    `_call_impl` itself in torch versions without `inner`), not by the notebook's code or by a
+    replaced dispatcher."""
     caller = k.getframe(2)
+    if k.inner_code is None:
+        return caller.f_code is k.call_impl_code and caller.f_globals is k.dispatcher_globals
     outer = caller.f_back
     return (
         caller.f_code is k.inner_code
