@@ -24,7 +24,17 @@ from autograder.sandbox.inside.supervisor import children_by_parent
 RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
 SUPERVISOR = RUNTIME_DIR / "supervisor.py"
 SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
-RUNTIME_FILES = ("child.py", "wire.py", "probes.py", "failures.py", "shell.py", "remote.py")
+RUNTIME_FILES = (
+    "child.py",
+    "wire.py",
+    "probes.py",
+    "failures.py",
+    "shell.py",
+    "trusted.py",
+    "module_probes.py",
+    "numpy_only.py",
+    "remote.py",
+)
 
 
 PR_SET_CHILD_SUBREAPER = 36

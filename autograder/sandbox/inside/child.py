@@ -14,12 +14,19 @@ import types
 import warnings
 
 import failures
+import module_probes
+import numpy_only
 import probes
 import remote
 import shell
+import trusted
 import wire
 from failures import cell_filename, describe, stopped_earlier
 from shell import Shell, ipython_to_python
+
+# The server's and the snapshot's own builtins, as they were before any student code ran (a
+# notebook's `builtins.sorted = ...` must not blind the tamper check).
+globals()["__builtins__"] = trusted.BUILTINS
 
 MAX_REPR = 200
 # What one demo cell may show (the parent checks again: the child is not trusted with limits).
@@ -31,12 +38,35 @@ DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    names = ("probes", "wire", "failures", "shell", "remote")
+    names = (
+        "probes",
+        "wire",
+        "failures",
+        "shell",
+        "trusted",
+        "module_probes",
+        "numpy_only",
+        "remote",
+    )
     parts = {f"module {name}": sys.modules.get(name) for name in names}
+    for module in (probes, trusted, module_probes, numpy_only):
+        parts[f"{module.__name__}.__builtins__"] = vars(module).get("__builtins__")
+    parts["child.__builtins__"] = globals().get("__builtins__")
+    parts.update(trusted.parts())  # what the probes took from torch, and where it came from
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, failures, shell, remote, Server):
+    for owner in (
+        probes,
+        wire,
+        failures,
+        shell,
+        trusted,
+        module_probes,
+        numpy_only,
+        remote,
+        Server,
+    ):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
@@ -383,6 +413,7 @@ def main() -> None:
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
     remote.CHANNEL = remote.Channel(server, requests, responses)
+    trusted.capture()  # torch's references for the probes, before the notebook's first cell
     server._integrity_changed = Integrity().changed
     while True:
         try:
