@@ -20,7 +20,7 @@ def ci_outputs(args: argparse.Namespace, report) -> int:
     if args.junit_xml:
         from autograder.ci.junit import write_junit
 
-        write_junit(report, args.junit_xml)
+        write_junit(report, args.junit_xml, student=args.student)
     if args.fail_under is not None and report.score < args.fail_under:
         print(
             f"attn-grade grade: score {report.score:g} is below --fail-under {args.fail_under:g}",
