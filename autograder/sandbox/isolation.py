@@ -351,58 +351,11 @@ def require_private(level: Isolation, paths: list[Path]) -> None:
     )
 
 
-CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
-
-
-def effective_capabilities() -> int:
-    """This process's effective capability set (CapEff in /proc/self/status; 0 if unknown)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("CapEff:"):
-                    return int(line.split()[1], 16)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _jail_missing() -> str:
-    """What the jail needs here: a root grader runs bubblewrap without a user namespace (it
-    needs CAP_SYS_ADMIN for the namespaces and mounts, CAP_NET_ADMIN for the loopback), which
-    a container does not grant by default; an unprivileged one needs user namespaces."""
-    from autograder.sandbox import jail
-
-    install = [] if jail.bwrap() else ["bubblewrap is not installed (`apt-get install bubblewrap`)"]
-    if os.geteuid() != 0:
-        needs = (
-            "an unprivileged grader runs bubblewrap in a user namespace: it needs unprivileged "
-            "user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
-            "user.max_user_namespaces > 0)"
-        )
-        return "; ".join([*install, needs])
-    caps = effective_capabilities()
-    lacking = [
-        name
-        for bit, name in ((CAP_SYS_ADMIN, "CAP_SYS_ADMIN"), (CAP_NET_ADMIN, "CAP_NET_ADMIN"))
-        if not caps >> bit & 1
-    ]
-    needs = (
-        "a root grader runs bubblewrap without a user namespace, which needs the capabilities "
-        "CAP_SYS_ADMIN and CAP_NET_ADMIN"
-    )
-    if lacking:
-        needs += (
-            f"; this process lacks {' and '.join(lacking)}, as in a container by default "
-            "(Docker, podman and Gradescope grant neither; a container started with "
-            "`--cap-add SYS_ADMIN --cap-add NET_ADMIN` has them). Without them the strongest "
-            "level is `uid`, with Landlock where the host's kernel has it"
-        )
-    return "; ".join([*install, needs])
-
-
 def _missing(level: str) -> str:
     if level == "jail":
-        return _jail_missing()
+        from autograder.sandbox import jail
+
+        return jail.missing()
     return {
         "uid": "the grader must run as root to start the child under a uid of its own, with "
         "a Python installation that other users may read (not under /root)",

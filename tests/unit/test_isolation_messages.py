@@ -22,7 +22,7 @@ def host(monkeypatch):
 
     def make(*, root: bool, caps: int = ALL_CAPS, bwrap: bool = True) -> None:
         monkeypatch.setattr(isolation.os, "geteuid", lambda: 0 if root else 1000)
-        monkeypatch.setattr(isolation, "effective_capabilities", lambda: caps, raising=False)
+        monkeypatch.setattr(jail, "effective_capabilities", lambda: caps, raising=False)
         monkeypatch.setattr(jail, "bwrap", lambda: "/usr/bin/bwrap" if bwrap else None)
         monkeypatch.setattr(isolation, "_jail_works", lambda: False)
         isolation._choose.cache_clear()
