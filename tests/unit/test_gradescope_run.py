@@ -20,17 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder.ci.gradescope import (
-    BUNDLE,
-    CONFIG_NAME,
-    DEFAULT_TORCH_INDEX,
-    ROOT_VARIABLE,
-    build_bundle,
-    lock_away,
-    results_json,
-)
+from autograder.ci import gradescope
+from autograder.ci.gradescope import BUNDLE, CONFIG_NAME, ROOT_VARIABLE, build_bundle, results_json
+from autograder.cli import app
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status
+from autograder.sandbox import isolation
 
 EXERCISE = "ex1_numpy_attention"
 NOBODY = 65534
@@ -51,10 +46,23 @@ def autograder_root(base: Path, config: str | None = None) -> Path:
     return root
 
 
-def gradescope_run(root: Path, **env: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "autograder.cli.app", "gradescope-run", "--root", str(root)]
-    environment = {**os.environ, ROOT_VARIABLE: str(root), **env}
-    return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
+@pytest.fixture
+def gradescope_run(monkeypatch, capsys):
+    """`attn-grade gradescope-run --root ROOT` in this process, with `env`: (exit, stderr)."""
+
+    def run(root: Path, **env: str) -> tuple[int, str]:
+        for name, value in {ROOT_VARIABLE: str(root), **env}.items():
+            monkeypatch.setenv(name, value)
+        isolation.detect.cache_clear()
+        isolation._choose.cache_clear()
+        try:
+            code = app.main(["gradescope-run", "--root", str(root)])
+        finally:
+            isolation.detect.cache_clear()
+            isolation._choose.cache_clear()
+        return code, capsys.readouterr().err
+
+    return run
 
 
 def results_of(root: Path) -> dict:
@@ -71,11 +79,11 @@ def assert_not_graded(results: dict, status: str, *words: str) -> None:
 
 
 # -- item 3: results.json whatever happens ------------------------------------------------------
-def test_a_refusal_writes_results_and_exits_4(tmp_path):
+def test_a_refusal_writes_results_and_exits_4(tmp_path, gradescope_run):
     root = autograder_root(tmp_path)
-    done = gradescope_run(root, ATTN_GRADE_ISOLATION="landlock", ATTN_GRADE_LANDLOCK="0")
-    assert done.returncode == 4, done.stderr
-    assert "landlock" in done.stderr
+    code, stderr = gradescope_run(root, ATTN_GRADE_ISOLATION="landlock", ATTN_GRADE_LANDLOCK="0")
+    assert code == 4, stderr
+    assert "landlock" in stderr
     assert_not_graded(results_of(root), "not_graded", "not graded", "landlock")
 
 
@@ -84,19 +92,19 @@ def test_a_refusal_writes_results_and_exits_4(tmp_path):
     ["{not json", json.dumps({"exercise": "ex99_nothing", "visibility": "visible"}), "[]"],
     ids=["not-json", "unknown-exercise", "not-an-object"],
 )
-def test_a_grader_failure_writes_results_and_exits_3(config, tmp_path):
+def test_a_grader_failure_writes_results_and_exits_3(config, tmp_path, gradescope_run):
     root = autograder_root(tmp_path, config)
-    done = gradescope_run(root)
-    assert done.returncode == 3, done.stderr
+    code, stderr = gradescope_run(root)
+    assert code == 3, stderr
     assert_not_graded(results_of(root), "grader_error", "not graded")
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in stderr
 
 
-def test_a_missing_config_writes_results_too(tmp_path):
+def test_a_missing_config_writes_results_too(tmp_path, gradescope_run):
     root = autograder_root(tmp_path)
     (root / "source" / CONFIG_NAME).unlink()
-    done = gradescope_run(root)
-    assert done.returncode == 3
+    code, _ = gradescope_run(root)
+    assert code == 3
     assert_not_graded(results_of(root), "grader_error")
 
 
@@ -109,14 +117,14 @@ def test_every_entry_but_the_venv_is_locked_away(tmp_path):
     (root / "run_autograder").write_text("#!/bin/sh\n")
     for path in root.iterdir():
         path.chmod(0o755 if path.is_dir() else 0o644)
-    locked = lock_away(root)
+    locked = gradescope.lock_away(root)
     assert {p.name for p in locked} == {p.name for p in root.iterdir()} - {"venv"}
     for path in locked:
         assert not path.stat().st_mode & 0o077, f"{path.name} is open to others"
     assert (root / "venv").stat().st_mode & 0o005 == 0o005, "the child's Python stays readable"
 
 
-def test_gradescope_run_locks_the_metadata_before_grading(tmp_path):
+def test_gradescope_run_locks_the_metadata_before_grading(tmp_path, gradescope_run):
     """Even when grading is then refused, the metadata (earlier results, hidden tests) is
     closed first: the lock comes before anything that could stop the run."""
     root = autograder_root(tmp_path)
@@ -233,7 +241,8 @@ def test_the_default_index_is_pytorchs_cpu_index(tmp_path):
     bundle = build_bundle(EXERCISE, tmp_path / "a.zip", wheel)
     with zipfile.ZipFile(bundle) as archive:
         config = json.loads(archive.read(CONFIG_NAME))
-    assert config["torch_index"] == DEFAULT_TORCH_INDEX == "https://download.pytorch.org/whl/cpu"
+    default = gradescope.DEFAULT_TORCH_INDEX
+    assert config["torch_index"] == default == "https://download.pytorch.org/whl/cpu"
 
 
 def test_a_reachable_index_is_used_with_bounded_retries(tmp_path, local_index):
