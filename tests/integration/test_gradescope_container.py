@@ -14,6 +14,7 @@ benchmarks/gradescope_container.py."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -78,6 +79,8 @@ raise RuntimeError("PROBE readable=" + (",".join(readable)[:150] or "nothing"))
 def container(tmp_path_factory) -> podman.Container:
     """A /autograder after Gradescope's image build, and the way to run in it."""
     if (reason := podman.missing()) is not None:
+        if os.environ.get("CI"):  # .ci/run installs podman: missing there is a failure
+            pytest.fail(reason)
         pytest.skip(reason)
     made = podman.Container(tmp_path_factory.mktemp("gradescope-container"))
     bundle = made.base / "autograder.zip"
