@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 
 from autograder.core.errors import IsolationError
-from autograder.sandbox import cgroups
+from autograder.sandbox import cgroups, jail
 from autograder.sandbox.inside.supervisor import landlock_abi
 
 LEVELS = ("jail", "uid", "landlock", "rlimits")
@@ -248,8 +248,6 @@ def _cut_out(root: str, excluded: list[str]) -> list[str]:
 
 
 def _jail_works() -> bool:
-    from autograder.sandbox import jail
-
     return jail.probe()
 
 
@@ -352,19 +350,19 @@ def require_private(level: Isolation, paths: list[Path]) -> None:
 
 
 def _missing(level: str) -> str:
-    if level == "jail":
-        from autograder.sandbox import jail
-
-        return jail.missing()
-    return {
-        "uid": "the grader must run as root to start the child under a uid of its own, with "
-        "a Python installation that other users may read (not under /root)",
-        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
-        "under a root grader also a Python installation that other users may read (the child "
-        "never runs as root)",
-        "rlimits": "under a root grader, a Python installation that other users may read (the "
-        "child never runs as root)",
-    }.get(level, "")
+    return (
+        jail.missing()
+        if level == "jail"
+        else {
+            "uid": "the grader must run as root to start the child under a uid of its own, with "
+            "a Python installation that other users may read (not under /root)",
+            "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
+            "under a root grader also a Python installation that other users may read (the child "
+            "never runs as root)",
+            "rlimits": "under a root grader, a Python installation that other users may read (the "
+            "child never runs as root)",
+        }.get(level, "")
+    )
 
 
 def refusal_message(found: Isolation) -> str:
