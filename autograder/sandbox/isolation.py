@@ -350,19 +350,17 @@ def require_private(level: Isolation, paths: list[Path]) -> None:
 
 
 def _missing(level: str) -> str:
-    return (
-        jail.missing()
-        if level == "jail"
-        else {
-            "uid": "the grader must run as root to start the child under a uid of its own, with "
-            "a Python installation that other users may read (not under /root)",
-            "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
-            "under a root grader also a Python installation that other users may read (the child "
-            "never runs as root)",
-            "rlimits": "under a root grader, a Python installation that other users may read (the "
-            "child never runs as root)",
-        }.get(level, "")
-    )
+    if level == "jail":
+        return jail.missing()
+    return {
+        "uid": "the grader must run as root to start the child under a uid of its own, with "
+        "a Python installation that other users may read (not under /root)",
+        "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list); "
+        "under a root grader also a Python installation that other users may read (the child "
+        "never runs as root)",
+        "rlimits": "under a root grader, a Python installation that other users may read (the "
+        "child never runs as root)",
+    }.get(level, "")
 
 
 def refusal_message(found: Isolation) -> str:
