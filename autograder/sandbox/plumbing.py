@@ -34,6 +34,7 @@ RUNTIME_FILES = (
     "module_probes.py",
     "numpy_only.py",
     "remote.py",
+    "display.py",
 )
 
 
