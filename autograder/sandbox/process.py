@@ -306,6 +306,8 @@ class Sandbox:
             self._group = None
         if self._uid is not None:
             identity.kill_processes_of(self._uid.uid)
+            if not self.isolation.jail:  # the jail's /tmp was its own
+                identity.remove_files_of(self._uid.uid)
             self._uid.release()
             self._uid = None
         if self.workdir is not None:
