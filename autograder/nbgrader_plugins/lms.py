@@ -59,11 +59,13 @@ _BLACKBOARD = re.compile(
 )
 # Canvas: `<login>_[LATE_]<user id>_<attachment id>_<file>`. The login is what Canvas keeps of
 # the sortable name (its word characters, in any script, or nothing); the two numbers identify
-# the file (the first two all-digit fields, as Canvas's own re-upload reads them).
-_CANVAS = re.compile(r"^(?P<login>[^/]*?)(?P<late>_LATE)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+)$")
+# the file. Both ends are the student's (a display name "Mallory__10002__7" gives the login
+# "mallory_10002_7"; the file name is whatever was uploaded), so every place the two numbers
+# could be is a candidate (`canvas_candidates`), and a name with more than one is refused.
+_CANVAS_FIELDS = re.compile(r"(?=(?P<late>_LATE)?_(?P<student_id>\d+)_(?P<attachment>\d+)_)")
 _MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
 _MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<student_id>\d+)_assignsubmission_file_?$")
-_FILE_NAMES = (("canvas", _CANVAS), ("blackboard", _BLACKBOARD), ("moodle", _MOODLE_FILE))
+_FILE_NAMES = (("blackboard", _BLACKBOARD), ("moodle", _MOODLE_FILE))
 # a display name we keep: printable, no markup or quotes, at most 100 characters
 _SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`=+@]{1,100}")
 TIMES_FILE = "submission_times.csv"
@@ -81,12 +83,55 @@ def download_path(extracted: Path, path: Path) -> PurePosixPath:
     return PurePosixPath(*parts)
 
 
+def canvas_candidates(name: str) -> list[dict[str, str]]:
+    """Every reading of `name` as Canvas's `<login>_[LATE_]<user id>_<attachment id>_<file>`:
+    login, student_id, file_id, late, and `prefix` (the name up to the student's file)."""
+    found: dict[int, dict[str, str]] = {}  # by where the file's name starts: one reading each
+    for match in _CANVAS_FIELDS.finditer(name):
+        start = match.start()
+        late = match["late"] or ""
+        if start == 0 and not late and not name.startswith("_"):
+            continue  # no room for a login, and no "_" to end it
+        prefix_end = start + len(late) + len(match["student_id"]) + len(match["attachment"]) + 3
+        file_id = name[prefix_end:]
+        if not file_id:
+            continue
+        found.setdefault(  # "_LATE_<id>_..." is read once, as late
+            prefix_end,
+            {
+                "student_id": match["student_id"],
+                "file_id": file_id,
+                "late": "late" if late else "",
+                "prefix": name[:prefix_end],
+            },
+        )
+    return list(found.values())
+
+
+def _canvas(name: str) -> dict[str, str] | None:
+    """The one reading of a Canvas file name (`canvas_candidates`); a name with several is
+    {"ambiguous": ...}: the real fields are always one reading, so any other one was written by
+    the student (in the login or the uploaded file's name), and no rule can tell them apart."""
+    candidates = canvas_candidates(name)
+    if len(candidates) <= 1:
+        return candidates[0] if candidates else None
+    ids = ", ".join(sorted({c["student_id"] for c in candidates}))
+    return {"ambiguous": f"the name reads as Canvas's fields of more than one student ({ids})"}
+
+
+def _without_copy_suffix(file_id: str) -> str:
+    path = PurePosixPath(file_id)
+    return _COPY_SUFFIX.sub("", path.stem) + path.suffix
+
+
 def lms_fields(relative: PurePath) -> dict[str, str] | None:
     """lms, student_id, file_id (and timestamp, late) of the file at `relative`, its path inside
-    its download (`download_path`); None when no LMS's fields are where that LMS writes them.
-    A file below the top is Moodle's participant folder's or no one's; a file at the top is
-    read by the LMS whose fields end first in its name (the student's own file name only ever
-    comes after them, so a name that imitates another LMS's fields cannot be read as them)."""
+    its download (`download_path`); None when no LMS's fields are where that LMS writes them;
+    {"ambiguous": why} for a Canvas name that reads as more than one student's. A file below
+    the top is
+    Moodle's participant folder's or no one's; a file at the top is read by the LMS whose fields
+    end first in its name (the student's own file name only ever comes after them, so a name
+    that imitates another LMS's fields cannot be read as them)."""
     parts = relative.parts
     if len(parts) > 1:
         folder = _MOODLE_FOLDER.match(parts[0])
@@ -94,20 +139,27 @@ def lms_fields(relative: PurePath) -> dict[str, str] | None:
             return None
         fields = {"lms": "moodle", "student_id": folder["student_id"], "file_id": parts[-1]}
     elif len(parts) == 1:
-        found = [(lms, match) for lms, p in _FILE_NAMES if (match := p.match(parts[0]))]
+        found: list[tuple[str, int, dict[str, str]]] = []
+        for lms, pattern in _FILE_NAMES:
+            if matched := pattern.match(parts[0]):
+                found.append((lms, matched.start("file_id"), dict(matched.groupdict())))
+        canvas = _canvas(parts[0])
+        if canvas is not None and "ambiguous" in canvas:
+            return canvas
+        if canvas is not None:
+            found.append(("canvas", len(canvas["prefix"]), canvas))
         if not found:
             return None
-        lms, match = min(found, key=lambda item: item[1].start("file_id"))
-        fields = {"lms": lms, "student_id": match["student_id"], "file_id": match["file_id"]}
-        if match.groupdict().get("late"):
+        lms, _, chosen = min(found, key=lambda item: item[1])
+        fields = {"lms": lms, "student_id": chosen["student_id"], "file_id": chosen["file_id"]}
+        if chosen.get("late"):
             fields["late"] = "late"
-        if match.groupdict().get("timestamp"):
-            day, time = match["timestamp"][:10], match["timestamp"][11:].replace("-", ":")
+        if chosen.get("timestamp"):
+            day, time = chosen["timestamp"][:10], chosen["timestamp"][11:].replace("-", ":")
             fields["timestamp"] = f"{day} {time}"
     else:
         return None
-    file_id = PurePosixPath(fields["file_id"])
-    fields["file_id"] = _COPY_SUFFIX.sub("", file_id.stem) + file_id.suffix
+    fields["file_id"] = _without_copy_suffix(fields["file_id"])
     return fields
 
 
@@ -121,13 +173,13 @@ def download_name(relative: PurePath) -> tuple[str, str, str] | None:
     _file_/`); None for a file that is neither (Blackboard has no bulk feedback upload of this
     kind)."""
     fields = lms_fields(relative)
-    if fields is None:
+    if fields is None or "ambiguous" in fields:
         return None
     if fields["lms"] == "moodle" and len(relative.parts) > 1:
         return "moodle", fields["student_id"], relative.parts[0] + "/"
-    canvas = _CANVAS.match(relative.name) if fields["lms"] == "canvas" else None
-    if canvas:  # Canvas's fields, up to the student's own file name
-        return "canvas", fields["student_id"], relative.name[: canvas.start("file_id")]
+    canvas = _canvas(relative.name) if fields["lms"] == "canvas" else None
+    if canvas and "prefix" in canvas:  # Canvas's fields, up to the student's own file name
+        return "canvas", fields["student_id"], canvas["prefix"]
     return None
 
 
@@ -183,6 +235,10 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
                 self._refuse(filename, "no Canvas, Moodle or Blackboard fields where the LMS "
                              "writes them (a top-level file name, or Moodle's top-level "
                              "participant folder)")  # fmt: skip
+                return None
+            if "ambiguous" in fields:
+                self._refuse(filename, fields["ambiguous"] + ": rename it to the download's "
+                             "name for the right student and collect again")  # fmt: skip
                 return None
         student = fields.get("student_id")
         if not valid_student_id(student):

@@ -19,7 +19,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.nbgrader_plugins.lms import lms_fields
+from autograder.nbgrader_plugins.lms import download_name, lms_fields
 from tests.support.built_once import built_once
 from tests.support.nbgrader_helpers import attn_grade, nbgrader
 
@@ -176,6 +176,25 @@ def test_canvas_files_are_identified_by_their_ids_whatever_the_login(name):
     assert fields is not None, name
     assert fields["student_id"] == student and fields["file_id"] == NOTEBOOK
     assert bool(fields.get("late")) == late
+
+
+# A Canvas name with more than one reading: both ends are the student's (Canvas keeps
+# "_<digits>_" of a display name such as "Mallory__10002__7"; the uploaded file's name is any),
+# so no rule can tell the real fields from the written ones (an independent attacker had a
+# notebook filed as student 10002's through the login, reading the first pair).
+AMBIGUOUS_CANVAS = [
+    f"mallory_10002_7_10001_5550001_{NOTEBOOK}",  # the login holds another's fields
+    f"kim_10001_5550001_10003_1_{NOTEBOOK}",  # the uploaded file's name does
+    f"x_10004_2_LATE_10001_5550001_{NOTEBOOK}",  # a forged pair before a late flag
+    f"_10005_5_10001_5550001_{NOTEBOOK}",  # an empty login and a forged pair
+]
+
+
+@pytest.mark.parametrize("name", AMBIGUOUS_CANVAS)
+def test_a_canvas_name_with_more_than_one_reading_is_no_ones(name):
+    fields = lms_fields(PurePosixPath(name))
+    assert fields is not None and "ambiguous" in fields and "student_id" not in fields, fields
+    assert download_name(PurePosixPath(name)) is None
 
 
 @pytest.mark.parametrize(
