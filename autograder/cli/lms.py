@@ -43,6 +43,7 @@ def cmd_lms_grades(args: argparse.Namespace) -> int:
 
     from autograder.course.grades import exercise_grades, unfinished
     from autograder.nbgrader_plugins.lms_return import (
+        canvas_column,
         downloaded_names,
         downloaded_prefixes,
         lms_gradebook,
@@ -55,6 +56,10 @@ def cmd_lms_grades(args: argparse.Namespace) -> int:
     if args.out_of is not None and not 0 < args.out_of < float("inf"):
         raise UsageError(f"--out-of is the LMS assignment's maximum, above 0, not {args.out_of}")
     exercise, api, extracted = _course_and_download(args)
+    try:
+        matched = canvas_column(args.column or exercise) if args.lms == "canvas" else None
+    except ValueError as error:
+        raise UsageError(f"--column: {error}") from None
     coursedir = api.coursedir
     names = downloaded_names(downloaded_prefixes(extracted.parent, extracted, args.lms))
     if not names:
@@ -83,6 +88,8 @@ def cmd_lms_grades(args: argparse.Namespace) -> int:
     scale = points(args.out_of or max_score)
     print(f"{out}: {len(scores)} of {len(names)} {args.lms} student(s) graded (late penalty of "
           f"the final score), out of {scale}, for its import")  # fmt: skip
+    if matched:
+        print(f"column {args.column or exercise!r}: {matched}")
     if waiting:
         print(f"left out, not final (--partial; the LMS keeps what it has for them):\n{listed}")
     return 0

@@ -118,6 +118,30 @@ MOODLE_COLUMNS = [
 ]  # fmt: skip
 
 
+# What Canvas's import reads as anything but an assignment: its student columns, and a header
+# holding one of its computed columns' names (dropped wherever they appear in the header)
+CANVAS_RESERVED = {*CANVAS_COLUMNS, "LastName", "FirstName", "Integration ID", "Root Account"}
+CANVAS_COMPUTED = (
+    "Current Score", "Current Points", "Current Grade", "Final Score", "Final Points",
+    "Final Grade", "Override Score", "Override Grade", "Override Status",
+)  # fmt: skip
+_CANVAS_ID = re.compile(r"^(.*)\s\((\d+)\)$")  # "Name (id)", as Canvas's import reads it
+
+
+def canvas_column(header: str) -> str:
+    """How Canvas's import will match the assignment column `header`; ValueError when it
+    would not read it as an assignment at all."""
+    if not header.strip() or header in CANVAS_RESERVED:
+        raise ValueError(f"{header!r} is not an assignment column for Canvas's import")
+    computed = [name for name in CANVAS_COMPUTED if name in header]
+    if computed:
+        raise ValueError(f"Canvas's import drops a column whose header holds {computed[0]!r}")
+    found = _CANVAS_ID.match(header)
+    if found:
+        return f"Canvas matches the assignment with id {found[2]}"
+    return "Canvas matches an assignment of exactly this name, or offers to create one"
+
+
 def lms_gradebook(
     lms: str,
     assignment: str,

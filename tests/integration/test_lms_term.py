@@ -164,6 +164,7 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
     partial = attn_grade(*canvas, "--partial", "--column", COLUMN)
     assert partial.returncode == 0, partial.stderr
     assert "10004" in partial.stdout, "the student left out is named"
+    assert "Canvas matches the assignment with id 123456" in partial.stdout
     table = lms_file(course, "canvas")
     assert table[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", COLUMN], "F6"
     final = {

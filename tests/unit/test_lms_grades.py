@@ -27,9 +27,11 @@ from autograder.course.build import tool_env
 from autograder.course.grades import exercise_grades, unfinished
 from autograder.nbgrader_plugins.intake import SafeCsvExport
 from autograder.nbgrader_plugins.late_penalty import settle_late_penalties
-from autograder.nbgrader_plugins.lms_return import lms_gradebook
+from autograder.nbgrader_plugins.lms_return import canvas_column, lms_gradebook
 from autograder.nbgrader_plugins.names import full_name, recordable, split_name
+from tests.support.nbgrader_helpers import attn_grade
 
+pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own
 EX = "ex1_numpy_attention"
 DUE = datetime.datetime(2026, 11, 20, 12, 0, 0)
 LATE = DUE + datetime.timedelta(days=1)  # one day late
@@ -213,6 +215,41 @@ def test_canvas_column_and_scale(tmp_path):
     assert {r[1]: r[5] for r in table[1:]} == {"10001": "95", "10002": "0", "10003": ""}
     lms_gradebook("canvas", EX, NAMES, GRADES, 10.0, out)
     assert rows(out)[0][-1] == EX, "the default column: the exercise id"
+
+
+@pytest.mark.parametrize(
+    "header, matched",
+    [
+        ("연습 1: 어텐션 직접 구현 (123456)", "id 123456"),
+        ("Exercise 1 (draft) (42)", "id 42"),
+        (EX, "exactly this name"),
+        ("연습 1", "exactly this name"),
+        ("Section", None),
+        ("ID", None),
+        ("Final Grade Project (7)", None),  # Canvas drops a header holding "Final Grade"
+        ("  ", None),
+    ],
+)
+def test_a_canvas_column_canvas_reads_as_the_assignment(header, matched):
+    if matched is None:
+        with pytest.raises(ValueError):
+            canvas_column(header)
+    else:
+        assert matched in canvas_column(header)
+
+
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (["--lms", "moodle", "--column", "연습 1 (123)"], "--column names Canvas's"),
+        (["--lms", "canvas", "--out-of", "0"], "--out-of is the LMS assignment's maximum"),
+        (["--lms", "moodle", "--out-of", "nan"], "--out-of is the LMS assignment's maximum"),
+    ],
+)
+def test_options_that_cannot_be_meant(tmp_path, options, says):
+    done = attn_grade("lms-grades", "ex1", *options, "--course", str(tmp_path))
+    assert done.returncode == 2 and says in done.stderr, done.stderr
+    assert not list(tmp_path.iterdir())
 
 
 def test_moodle_maximum_and_students_left_out(tmp_path):
