@@ -101,7 +101,7 @@ def _translate(context, text: str) -> str:
 
 class GetGradesAndPending(GetGrades):
     """nbgrader's GetGrades, with the late penalty of the final score (hand grades included,
-    `course/grades.py`); also marks each grade cell that still waits for hand grading."""
+    `late_penalty.py`); also marks each grade cell that still waits for hand grading."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook

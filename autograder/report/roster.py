@@ -93,7 +93,8 @@ def load_roster(course: Path, exercises: list[str], students: set[str]) -> Roste
         for exercise in exercises:
             for lms, names in _download_names(api, exercise).items():
                 for student, name in names.items():
-                    shown.setdefault(student, {}).setdefault(lms, name)
+                    if name:  # Canvas keeps no login of a Hangul-only name
+                        shown.setdefault(student, {}).setdefault(lms, name)
             grades = exercise_grades(gradebook, api.config, exercise)
             late = {s: g for s, g in grades.items() if g.seconds_late > 0}
             waiting = unfinished(gradebook, coursedir, exercise, late)

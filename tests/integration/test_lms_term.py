@@ -257,6 +257,7 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
         "20003 Luis García, Jr. moodle: Luis García, Jr.",
         "20002 Siobhan O'Brien moodle: Siobhan O'Brien",
         "10001 — canvas: 김민준",
+        "10004 — —",
     ):
         assert line in report, line
     assert f"{EX1} 23456 2026-11-21 09:30 UTC 2026-11-20 12:00 UTC 21 h 30 min" in report
