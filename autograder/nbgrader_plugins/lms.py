@@ -47,6 +47,7 @@ from autograder.core.student_tree import walk
 from autograder.core.text import clean_text
 from autograder.nbgrader_plugins import left_out
 from autograder.nbgrader_plugins.intake import valid_student_id
+from autograder.nbgrader_plugins.names import recordable, split_name
 
 # Each LMS writes its fields at one fixed place of its download, and only there are they read:
 # Moodle's at the end of the participant folder at the top of the download (a student's display
@@ -66,8 +67,6 @@ _CANVAS_FIELDS = re.compile(r"(?=(?P<late>_LATE)?_(?P<student_id>\d+)_(?P<attach
 _MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
 _MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<student_id>\d+)_assignsubmission_file_?$")
 _FILE_NAMES = (("blackboard", _BLACKBOARD), ("moodle", _MOODLE_FILE))
-# a display name we keep: printable, no markup or quotes, at most 100 characters
-_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`=+@]{1,100}")
 TIMES_FILE = "submission_times.csv"
 # what LMSs and browsers append to a re-submitted or re-downloaded file: "-1", " (1)"
 _COPY_SUFFIX = re.compile(r"(?:-\d+| \(\d+\))$")
@@ -304,10 +303,10 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         (download / NAMES_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")
 
     def _record_name(self, filename: str, fields: dict[str, str]) -> None:
-        """The name Moodle's participant folder shows ("Jane Doe": first names, then the last
-        word as the last name) goes into the gradebook, so nbgrader export and formgrader show
-        it; a student who already has a name there (a roster) keeps it. Canvas and Blackboard
-        names in downloads are logins, not names: not recorded."""
+        """The name Moodle's participant folder shows goes into the gradebook as a first and a
+        last name (`names.py`), so nbgrader export and formgrader show it; a student who
+        already has a name there (a roster) keeps it. Canvas and Blackboard names in downloads
+        are logins, not names: not recorded."""
         coursedir = getattr(self.parent, "coursedir", None)
         if fields.get("lms") != "moodle" or coursedir is None or self.named_regexp:
             return
@@ -316,11 +315,12 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         if folder is None:  # Moodle's older layout: the name is in the file name
             return
         name = " ".join(folder["name"].split())
-        if not _SAFE_NAME.fullmatch(name):
-            self.log.warning("%s: the name %s is not kept (markup or control characters)",
+        if not recordable(name):
+            self.log.warning("%s: the name %s is not recorded in the gradebook (it holds markup, "
+                             "quotes or control characters); the LMS files still use it",
                              self._shown(filename), ascii(name))  # fmt: skip
             return
-        first, _, last = name.rpartition(" ")
+        first, last = split_name(name)
         with Gradebook(coursedir.db_url, course_id=coursedir.course_id) as gradebook:
             try:
                 known = gradebook.find_student(student)

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -130,12 +131,19 @@ def test_identity_comes_from_the_top_of_the_download_only(course):
     assert "readme.txt" in summary, "the other files are listed too"
     assert "70001" not in "".join(collected(course)) and "ghost" not in collected(course)
 
+    # nothing is autograded yet: lms-grades names whose grades are missing (exit 1, no file)
     made = attn_grade("lms-grades", "ex1", "--lms", "moodle", "--course", str(course))
+    assert made.returncode == 1, made.stderr
+    waiting = set(re.findall(r"^  (\S+) .*not autograded", made.stderr, flags=re.M))
+    assert waiting == {"12345", "61001", "61002", "61003", "61004", "61006"}, (
+        "the download's participants who handed in a notebook; no one a folder name made up"
+    )
+    assert "70001" not in made.stderr and "70002" not in made.stderr
+    made = attn_grade("lms-grades", "ex1", "--lms", "moodle", "--course", str(course), "--partial")
     assert made.returncode == 0, made.stderr
-    rows = list(csv.DictReader((course / f"grades_{EX1}_moodle.csv").open()))
-    participants = {row["Identifier"].split()[-1] for row in rows}
-    assert participants == {"12345", "61001", "61002", "61003", "61004", "61005", "61006"}, (
-        "the download's participants, an empty grade for 61005; no one a folder name made up"
+    rows = list(csv.DictReader((course / f"grades_{EX1}_moodle.csv").open(encoding="utf-8-sig")))
+    assert [(row["Identifier"], row["Grade"]) for row in rows] == [("Participant 61005", "")], (
+        "an empty grade for 61005 (both notebooks refused); the others left out, not final"
     )
 
 
