@@ -46,7 +46,7 @@ from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 
 from autograder.core.student_tree import walk
 from autograder.nbgrader_plugins.intake import write_csv
-from autograder.nbgrader_plugins.lms import download_name, download_path, recorded_names
+from autograder.nbgrader_plugins.lms_files import download_name, download_path, recorded_names
 
 LMS_LAYOUTS = ("canvas", "moodle")
 
@@ -90,7 +90,7 @@ class LmsAwareReleaseFeedback(ExchangeReleaseFeedback):
 
 
 def downloaded_prefixes(download: Path, extracted: Path, lms: str) -> dict[str, str]:
-    """student id -> the name the LMS gave that student's files (lms.download_name): what
+    """student id -> the name the LMS gave that student's files (lms_files.download_name): what
     every zip_collect of the exercise recorded (a second download holds only the students who
     handed in again), else what the extracted download shows."""
     found = dict(recorded_names(download).get(lms, {}))

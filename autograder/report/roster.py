@@ -67,7 +67,7 @@ def _download_names(api, exercise: str) -> dict[str, dict[str, str]]:
     """lms -> student id -> the name that LMS's download showed, for one exercise."""
     from nbgrader.apps.zipcollectapp import ZipCollectApp
 
-    from autograder.nbgrader_plugins.lms import recorded_names
+    from autograder.nbgrader_plugins.lms_files import recorded_names
     from autograder.nbgrader_plugins.lms_return import downloaded_names
 
     api.coursedir.assignment_id = exercise

@@ -19,13 +19,13 @@ import contextlib
 import fcntl
 import os
 import pwd
-import shutil
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
 from autograder.sandbox.killing import kill_until_gone
+from autograder.sandbox.plumbing import remove_tree
 
 FIRST_UID = 1_900_000_000
 SLOTS = 4096
@@ -171,7 +171,7 @@ def remove_files_of(uid: int, folders: tuple[Path, ...] = SCRATCH, limit: int = 
             if info.st_uid == uid:
                 removed += 1
                 if stat.S_ISDIR(info.st_mode):
-                    shutil.rmtree(entry.path, ignore_errors=True)
+                    remove_tree(Path(entry.path))  # no recursion limit (a 5,000-deep tree)
                 else:
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)

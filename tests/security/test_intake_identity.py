@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.nbgrader_plugins.lms import download_name, lms_fields
+from autograder.nbgrader_plugins.lms_files import download_name, lms_fields
 from tests.support.built_once import built_once
 from tests.support.nbgrader_helpers import attn_grade, nbgrader
 
