@@ -149,9 +149,9 @@ def test_no_student_markup_runs_in_pages(course, tmp_path, page):
     assert not re.search(r"<[a-z][^>]*\sid=[\"']?forged", student_part, re.I)
     assert not re.search(r"<m\w+[^>]*\s(style|href|class|id)=", student_part), "MathML attributes"
     assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
-    # formgrader typesets with MathJax in the browser: every cell that holds TeX a student
-    # wrote is a rendered block that MathJax skips (tests/security/test_instructor_pages.py
-    # runs MathJax on both pages)
+    # neither page loads MathJax (their math is MathML); should an instructor's setup add it,
+    # every cell that holds TeX a student wrote is a rendered block that MathJax skips
+    # (tests/security/test_instructor_pages.py adds MathJax to both pages)
     for cell in notebook["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] != "code" and "\\style{" in source:
