@@ -44,6 +44,7 @@ from autograder.sandbox.inside.supervisor import landlock_abi
 LEVELS = ("jail", "uid", "landlock", "rlimits")
 ENVIRONMENT_VARIABLE = "ATTN_GRADE_ISOLATION"
 TRUSTED_CODE_VARIABLE = "ATTN_GRADE_TRUSTED_CODE"  # "1": a same-uid child may read everything
+WARM_VARIABLE = "ATTN_GRADE_WARM"  # "0": every sandbox starts cold (sandbox/warm.py)
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 
 
@@ -65,17 +66,28 @@ class Isolation:
         return os.geteuid() == 0
 
     @property
+    def warm(self) -> bool:
+        """Whether sandboxes start warm, forked from a template that has PyTorch, NumPy and
+        matplotlib imported (sandbox/warm.py): under a root grader, whose children each run
+        under a uid of their own while the template keeps root's; ATTN_GRADE_WARM=0 turns it
+        off. An unprivileged grader's children would share the template's uid: always cold."""
+        return self.separate_uid and os.environ.get(WARM_VARIABLE, "").strip() != "0"
+
+    @property
     def own_filesystem_view(self) -> bool:
         """Whether the child's reads are confined by the sandbox (a jail or Landlock) rather
         than by file permissions alone."""
         return self.level == "jail" or (self.level != "rlimits" and self.landlock_abi > 0)
 
-    def describe(self) -> str:
-        """E.g. `jail(bwrap)+landlock-v7+cgroup-v1`, `rlimits+reaper`: recorded in every result."""
+    def describe(self, warm: bool | None = None) -> str:
+        """E.g. `jail(bwrap)+landlock-v7+cgroup-v1+warm`, `rlimits+reaper`: recorded in every
+        result; `warm`: whether the child was forked from a template (default: `self.warm`)."""
         parts = [{"jail": "jail(bwrap)", "uid": "uid", "rlimits": "rlimits"}.get(self.level, "")]
         if self.landlock_abi and self.level != "rlimits":
             parts.append(f"landlock-v{self.landlock_abi}")
         parts.append(f"cgroup-{self.cgroup}" if self.cgroup else "reaper")
+        if self.warm if warm is None else warm:
+            parts.append("warm")
         return "+".join(part for part in parts if part)
 
     def protects_grader(self) -> bool:

@@ -18,7 +18,7 @@ from typing import IO, NoReturn
 
 from autograder.core.errors import GradedOutcome
 from autograder.core.status import Status
-from autograder.sandbox import cgroups, identity, isolation, jail
+from autograder.sandbox import cgroups, identity, isolation, jail, warm
 from autograder.sandbox.inside import wire
 from autograder.sandbox.inside.supervisor import descendants
 from autograder.sandbox.limits import Limits
@@ -61,8 +61,9 @@ class Sandbox:
         self._uid: identity.SandboxUid | None = None
         self._group: cgroups.Group | None = None
         self._pending_event: dict | None = None
+        self.warm = False  # forked from a template (sandbox/warm.py) rather than started cold
         self.workdir: Path | None = None
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | warm.WarmSupervisor | None = None
         self.pid: int | None = None
         self._output = bytearray()
         self.output_bytes_used = 0  # what the child printed (its limit: limits.output_bytes)
@@ -76,28 +77,52 @@ class Sandbox:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the supervisor and the child: warm (forked from this process's template,
+        sandbox/warm.py) where the level allows it, else, or when the template fails, cold."""
+        template = warm.template_for(self.isolation)
+        if template is not None:
+            try:
+                self._start(template)
+                return
+            except warm.TemplateFailed:
+                self.close()  # nothing was started: the uid, pipes and work dir go
+        self._start(None)
+
+    def _start(self, template: warm.Template | None) -> None:
         iso = self.isolation
+        self.warm = template is not None
         self._uid = identity.acquire() if iso.separate_uid else None
         child_uid = self._uid.uid if self._uid else None
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
         self._output_read, output_write = os.pipe()
         file_fds: list[int] = []
+        command: list[str] = []
+        fresh = None
         if iso.jail:
             runtime = jail_runtime()
             inside_uid = child_uid if child_uid is not None else jail.SANDBOX_USER_ID
-            files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
-            file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
             work, script_dir = Path(jail.WORK_MOUNT), jail.RUNTIME_MOUNT
-            command = jail.command(
-                roots=isolation.python_roots(),
-                hidden=isolation.hidden_paths(),
-                runtime_dir=runtime,
-                files=dict(zip(files, file_fds, strict=True)),
-                work_bytes=self.limits.work_bytes,
-                unprivileged=os.geteuid() != 0,
-                argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
-            )
+            if template is None:
+                files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
+                file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
+                command = jail.command(
+                    roots=isolation.python_roots(),
+                    hidden=isolation.hidden_paths(),
+                    runtime_dir=runtime,
+                    files=dict(zip(files, file_fds, strict=True)),
+                    work_bytes=self.limits.work_bytes,
+                    unprivileged=os.geteuid() != 0,
+                    argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
+                )
+            else:  # the template's jail: this sandbox's own mounts, made by its supervisor
+                fresh = {
+                    "work": str(work),
+                    "work_bytes": self.limits.work_bytes,
+                    "subdirs": list(jail.WORK_SUBDIRS),
+                    "etc": {k: v.decode() for k, v in jail.passwd_files(inside_uid).items()},
+                    "etc_copies": list(jail.ETC_FILES),
+                }
             # the jail's /proc is its own (pid and network namespaces): all of it is the child's
             readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, "/proc", script_dir]
             readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
@@ -106,20 +131,24 @@ class Sandbox:
         else:
             self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
             work = self.workdir
-            runtime = self.workdir / ".runtime"
-            runtime.mkdir()
-            for name in RUNTIME_FILES:
-                shutil.copy(RUNTIME_DIR / name, runtime / name)
             for sub in jail.WORK_SUBDIRS:
                 (self.workdir / sub).mkdir()
             fonts = mpl_font_cache()
             if fonts:
                 for cached in fonts.glob("fontlist-*.json"):
                     shutil.copy(cached, self.workdir / "mpl" / cached.name)
-            script_dir = str(runtime)
-            command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
             readable, writable = isolation.readable_paths(), [str(work), os.devnull]
             listable = isolation.listable_paths()
+            if template is None:
+                runtime = self.workdir / ".runtime"
+                runtime.mkdir()
+                for name in RUNTIME_FILES:
+                    shutil.copy(RUNTIME_DIR / name, runtime / name)
+                command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
+            else:  # the template's modules came from the public runtime copy: its sources
+                runtime = jail_runtime()
+                readable.append(str(runtime))
+            script_dir = str(runtime)
         config = {
             "argv": [
                 sys.executable,
@@ -145,21 +174,27 @@ class Sandbox:
                 if iso.landlock_abi
                 else None
             ),
+            "fresh": fresh,
         }
         adopt_orphans()
         RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
         self._known_children = _my_children()
         try:
-            self.process = spawn(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=output_write,
-                pass_fds=(request_read, response_write, output_write, *file_fds),
-                start_new_session=True,
-                cwd=self.workdir or "/",
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-            )
+            if template is not None:
+                self.process = warm.start_supervisor(
+                    template, output_write, [request_read, response_write, output_write]
+                )
+            else:
+                self.process = spawn(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=output_write,
+                    pass_fds=(request_read, response_write, output_write, *file_fds),
+                    start_new_session=True,
+                    cwd=self.workdir or "/",
+                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+                )
             RUNNING.add(self.process.pid)
         finally:
             RUNNING_LOCK.release()
@@ -191,6 +226,10 @@ class Sandbox:
         self.pid = started["pid"]
         self.landlock_abi = started.get("landlock", 0)
         self.request({"op": "ping"}, timeout=self.limits.start_timeout)
+
+    def describe(self) -> str:
+        """The isolation level as the results record it, with whether this child was warm."""
+        return self.isolation.describe(warm=self.warm)
 
     def _stdin(self) -> IO[bytes]:
         if self.process is None or self.process.stdin is None:
@@ -303,6 +342,8 @@ class Sandbox:
         if self.process is not None:
             with RUNNING_LOCK:
                 RUNNING.discard(self.process.pid)
+            if isinstance(self.process, warm.WarmSupervisor):
+                self.process.release()
         if self._group is not None:
             self._group.remove()
             self._group = None
