@@ -222,10 +222,14 @@ class Template:
                 raise TemplateFailed("the fork answer did not come from a child of the template")
             return pid
 
-    def close(self) -> None:
+    def abandon(self) -> None:
+        """No more requests: EOF, the template exits (it is no longer `alive`)."""
         if self._socket is not None:
-            self._socket.close()  # EOF: the template exits
+            self._socket.close()
             self._socket = None
+
+    def close(self) -> None:
+        self.abandon()
         process = self.process
         if process is not None:
             try:
@@ -279,7 +283,7 @@ def template_for(level: isolation.Isolation) -> Template | None:
 def start_supervisor(template: Template, output: int, child_fds: list[int]) -> WarmSupervisor:
     """A supervisor forked from `template`: its stdin and stdout are pipes to this process (in
     the returned WarmSupervisor), its stderr is `output`, and `child_fds` keep their numbers.
-    TemplateFailed (the template is discarded) when it could not be had."""
+    TemplateFailed (the template is abandoned, and replaced next time) when none was had."""
     stdin_read, stdin_write = os.pipe()
     stdout_read, stdout_write = os.pipe()
     try:
@@ -290,8 +294,7 @@ def start_supervisor(template: Template, output: int, child_fds: list[int]) -> W
         for fd in (stdin_write, stdout_read):
             os.close(fd)
         _failed(f"the template failed ({error}); the sandbox starts cold")
-        with _REGISTRY:
-            discard(template)
+        template.abandon()  # replaced by the next template_for() (the caller holds locks)
         raise
     finally:
         os.close(stdin_read)

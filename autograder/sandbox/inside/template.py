@@ -46,18 +46,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 libc = ctypes.CDLL(None, use_errno=True)
 
 
+# Address space the template mapped for modules a cold child imports only when its notebook
+# does (NumPy, matplotlib): added to a warm child's RLIMIT_AS, so that its first line has the
+# room a cold child's has (a notebook that fills its address space fails where it would cold).
+PRELOADED_BYTES = 0
+
+
 def preload() -> None:
     """What every child imports (torch through the probes' capture before the first cell, the
     rest in the notebook's setup cell), imported once here."""
+    global PRELOADED_BYTES
     import child  # noqa: F401 - the runtime: wire format, probes, stand-ins' proxies
+    import trusted
+
+    trusted.capture()
+    cold = address_space()  # a cold child's, at its first line
     import matplotlib
     import numpy  # noqa: F401
-    import trusted
 
     matplotlib.use("agg")
     import matplotlib.pyplot
 
-    trusted.capture()
+    PRELOADED_BYTES = max(address_space() - cold, 0)
+
+
+def address_space() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def threads() -> int:
@@ -126,6 +141,9 @@ class Warm:
     def prepare(config: dict) -> None:
         if config.get("fresh"):
             fresh_jail(config["fresh"])
+        limits = config["rlimits"]
+        if "RLIMIT_AS" in limits and min(limits["RLIMIT_AS"]) >= 0:
+            limits["RLIMIT_AS"] = [limit + PRELOADED_BYTES for limit in limits["RLIMIT_AS"]]
 
 
 def _forget_matplotlib_dirs() -> None:
@@ -155,7 +173,10 @@ def run_child(config: dict) -> None:
     import numpy
 
     tempfile.tempdir = None  # from TMPDIR again
-    numpy.random.seed()  # NumPy's global generator from the OS, as a fresh import seeds it
+    # the generators a fresh import seeds from the OS (Python's reseeds itself after fork)
+    numpy.random.seed()
+    if "torch" in sys.modules:
+        sys.modules["torch"].seed()
     _forget_matplotlib_dirs()
     import child
 
