@@ -229,11 +229,13 @@ def test_a_zombie_leader_with_running_threads_is_killed_with_its_request():
 
 @needs_cgroups
 def test_one_cgroup_limits_all_processes_of_a_submission():
-    limits = Limits(group_memory_bytes=256 << 20, group_processes=32)
+    # the hogs outgrow the child: its resident size (PyTorch, imported before the first cell,
+    # or mapped from its template) is about 200 MB, and the group's OOM killer takes the largest
+    limits = Limits(group_memory_bytes=1 << 30, group_processes=32)
     hog = (
         "import subprocess, sys\n"
         "def hog():\n"
-        "    code = 'x = bytearray(200 << 20); import time; time.sleep(30)'\n"
+        "    code = 'x = bytearray(800 << 20); import time; time.sleep(30)'\n"
         "    procs = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(3)]\n"
         "    return [p.wait() for p in procs]\n"
         "def forks():\n"
