@@ -1,6 +1,6 @@
-"""Benchmark: the demo course's submissions through stock nbgrader and `attn-grade autograde`
-with 1 and 2 local workers and on a 2-worker Dask LocalCluster, against the machine's own
-ceiling for two-at-a-time, in one run.
+"""Benchmark: the demo's submissions (21: three per lesson exercise, two per companion one)
+through stock nbgrader and `attn-grade autograde` with 1 and 2 local workers and on a 2-worker
+Dask LocalCluster, against the machine's own ceiling for two-at-a-time, in one run.
 
 Builds the demo course (`attn-grade demo`), then, `--repeat` times (default 3), on fresh copies
 (no audit log, so nothing is skipped as up to date):
@@ -18,8 +18,11 @@ of process. Also measured: a bare interpreter importing torch, NumPy and matplot
 
     python benchmarks/batch_throughput.py [--dir /tmp/attn-batch] [--repeat 3] [--cold]
 
-`--cold` adds runs with ATTN_GRADE_WARM=0 (every sandbox started cold). Prints a table and
-writes benchmarks/results/batch_throughput.json. Not a test.
+`--cold` adds runs with ATTN_GRADE_WARM=0 (every sandbox started cold). Prints each figure as
+it is measured and rewrites benchmarks/results/batch_throughput.json after each (a run cut
+short keeps what it measured); the summary (min and median, fractions of the ceiling) is added
+at the end. Without Dask (`pip install "attn-grade[dask]"`) the Dask run is skipped, and the
+JSON says why. Not a test.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_accounting import Accounted, Group
 
 from autograder.course.build import tool_env
+from autograder.demo import students_of
 from autograder.exercises import EXERCISES
 
 RESULTS = Path(__file__).with_name("results")
@@ -68,8 +72,59 @@ def fresh_copy(demo: Path, target: Path) -> Path:
     return target
 
 
-def notebooks_of(course: Path) -> int:
-    return len(list((course / "submitted").glob("*/*/*.ipynb")))
+_ACCOUNTED: Accounted | None = None
+
+
+def timed(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None, also: Group | None = None
+) -> dict:
+    """{"wall_s", "cpu_s", "by_kind"} of `command` and every process it starts (its batch
+    workers included: cpu_accounting.py); SystemExit when it fails."""
+    global _ACCOUNTED
+    if _ACCOUNTED is None:
+        _ACCOUNTED = Accounted()
+    return _ACCOUNTED.run(command, cwd, env or tool_env(), also=also)
+
+
+def cpu_method() -> str:
+    return _ACCOUNTED.method if _ACCOUNTED is not None else "nothing measured"
+
+
+def dask_missing() -> str | None:
+    """Why the Dask run cannot happen here, or None."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as error:
+        return f"{error} (pip install 'attn-grade[dask]')"
+    return None
+
+
+class Figures:
+    """The results so far: each run printed and written to `path` as it is measured."""
+
+    def __init__(self, path: Path, notebooks: int) -> None:
+        self.path = path
+        self.data: dict = {"notebooks": notebooks, "runs": {}, "skipped": {}}
+        self.measured: dict[str, list[dict]] = {}
+
+    def run(self, name: str, measured: dict) -> dict:
+        self.measured.setdefault(name, []).append(measured)
+        self.data["runs"][name] = summary(self.measured[name])
+        self.write(f"{name}: {measured['wall_s']:.1f} s wall, {measured['cpu_s']:.1f} s CPU")
+        return measured
+
+    def add(self, name: str, value: object) -> None:
+        self.data[name] = value
+        self.write(f"{name}: {json.dumps(value)}")
+
+    def skip(self, name: str, reason: str) -> None:
+        self.data["skipped"][name] = reason
+        self.write(f"{name}: skipped: {reason}")
+
+    def write(self, line: str) -> None:
+        print(line, flush=True)
+        self.path.parent.mkdir(exist_ok=True)
+        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
 
 
 def ceiling(code: str, jobs: int = 6) -> dict:
@@ -95,22 +150,20 @@ def ceiling(code: str, jobs: int = 6) -> dict:
 
 
 class Bench:
-    def __init__(self, root: Path, accounted: Accounted):
-        self.root, self.accounted = root, accounted
+    def __init__(self, root: Path):
+        self.root = root
         self.demo = root / "demo"
         self.env = tool_env()
 
-    def build(self) -> None:
+    def build(self) -> dict:
         command = [sys.executable, "-m", "autograder.cli.app", "demo", "--course", str(self.demo)]
-        self.accounted.run(command, self.root, self.env)
+        return timed(command, self.root, self.env)
 
     def stock(self) -> dict:
         course = fresh_copy(self.demo, self.root / "stock")
         (course / "nbgrader_config.py").write_text(STOCK_CONFIG)
         runs = [
-            self.accounted.run(
-                [sys.executable, "-m", "nbgrader", "autograde", e, "--force"], course, self.env
-            )
+            timed([sys.executable, "-m", "nbgrader", "autograde", e, "--force"], course, self.env)
             for e in EXERCISES
         ]
         return _sum(runs)
@@ -120,15 +173,11 @@ class Bench:
     ) -> dict:
         course = fresh_copy(self.demo, self.root / name)
         command = [sys.executable, "-m", "autograder.cli.app", "autograde", "--course", str(course)]
-        return self.accounted.run([*command, *options], self.root, env or self.env, also=also)
+        return timed([*command, *options], self.root, env or self.env, also=also)
 
     def dask(self) -> dict | str:
         """A 2-worker LocalCluster in a process of its own, in the run's accounting group."""
-        try:
-            import distributed  # noqa: F401
-        except ImportError:
-            return "skipped: Dask (distributed) is not installed"
-        group = Group() if self.accounted.cgroups else None
+        group = Group() if _ACCOUNTED is not None and _ACCOUNTED.cgroups else None
         code = (
             "import sys\nfrom distributed import LocalCluster\n"
             "cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, "
@@ -146,7 +195,7 @@ class Bench:
         try:
             address = cluster.stdout.readline().strip() if cluster.stdout else ""
             if not address:
-                return "skipped: the LocalCluster did not start"
+                return "the LocalCluster did not start"
             return self.ours("ours-dask", "--scheduler", address, also=group)
         finally:
             if cluster.stdin:
@@ -159,7 +208,7 @@ class Bench:
         """A bare interpreter importing what every sandbox child imports: wall and CPU."""
         command = [sys.executable, "-c", IMPORTS]
         env = {**self.env, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
-        measured = [self.accounted.run(command, self.root, env) for _ in range(runs)]
+        measured = [timed(command, self.root, env) for _ in range(runs)]
         return {key: statistics.median(m[key] for m in measured) for key in ("wall_s", "cpu_s")}
 
 
@@ -187,52 +236,50 @@ def summary(runs: list[dict]) -> dict:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--dir", default="/tmp/attn-batch")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each (min and median kept)")
     parser.add_argument("--cold", action="store_true", help="also with ATTN_GRADE_WARM=0")
     parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    notebooks = sum(len(students_of(exercise)) for exercise in EXERCISES)  # as the demo grades
+    figures = Figures(RESULTS / "batch_throughput.json", notebooks)
+    no_dask = dask_missing()  # known before the first run, not after the last
+    if no_dask:
+        figures.skip("ours, Dask 2 workers", no_dask)
     root = Path(args.dir)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    accounted = Accounted()
-    bench = Bench(root, accounted)
+    bench = Bench(root)
     load_at_start = os.getloadavg()
-    bench.build()
-    notebooks = notebooks_of(bench.demo)
-    runs: dict[str, list] = {}
-    dask_note = ""
+    figures.run("demo", bench.build())
     ceilings: list[dict] = []
     for _ in range(args.repeat):  # interleaved: a drifting load falls on every kind alike
         if not args.no_stock:
-            runs.setdefault("stock nbgrader", []).append(bench.stock())
-        runs.setdefault("ours, 1 worker", []).append(bench.ours("ours-1", "--workers", "1"))
-        runs.setdefault("ours, 2 workers", []).append(bench.ours("ours-2", "--workers", "2"))
+            figures.run("stock nbgrader", bench.stock())
+        figures.run("ours, 1 worker", bench.ours("ours-1", "--workers", "1"))
+        figures.run("ours, 2 workers", bench.ours("ours-2", "--workers", "2"))
         if args.cold:
             cold = {**bench.env, "ATTN_GRADE_WARM": "0"}
-            runs.setdefault("ours cold, 1 worker", []).append(
-                bench.ours("cold-1", "--workers", "1", env=cold)
-            )
-            runs.setdefault("ours cold, 2 workers", []).append(
-                bench.ours("cold-2", "--workers", "2", env=cold)
-            )
-        dask = bench.dask()
-        if isinstance(dask, str):
-            dask_note = dask
-        else:
-            runs.setdefault("ours, Dask 2 workers", []).append(dask)
+            figures.run("ours cold, 1 worker", bench.ours("cold-1", "--workers", "1", env=cold))
+            figures.run("ours cold, 2 workers", bench.ours("cold-2", "--workers", "2", env=cold))
+        if not no_dask:
+            dask = bench.dask()
+            if isinstance(dask, str):
+                figures.skip("ours, Dask 2 workers", dask)
+            else:
+                figures.run("ours, Dask 2 workers", dask)
         ceilings.append({name: ceiling(code) for name, code in CONTROL_JOBS.items()})
-    result = report(runs, ceilings, notebooks, bench.imports(), accounted.method)
-    result["dask"] = dask_note or "ran"
-    result["load_average_1min"] = {
-        "start": round(load_at_start[0], 1),
-        "end": round(os.getloadavg()[0], 1),
-    }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "batch_throughput.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
+        figures.add("machine_ceiling_2_vs_1", ceilings)
+    runs = {k: v for k, v in figures.measured.items() if k != "demo"}
+    for key, value in report(runs, ceilings, notebooks, bench.imports(), cpu_method()).items():
+        if key != "runs":
+            figures.add(key, value)
+    figures.add(
+        "load_average_1min",
+        {"start": round(load_at_start[0], 1), "end": round(os.getloadavg()[0], 1)},
+    )
 
 
 def report(
@@ -260,6 +307,9 @@ def report(
         stock = statistics.median(r["wall_s"] for r in runs["stock nbgrader"])
         result["ours_1_worker_vs_stock"] = round(
             stock / statistics.median(r["wall_s"] for r in one), 2
+        )
+        result["ours_2_workers_vs_stock"] = round(
+            stock / statistics.median(r["wall_s"] for r in two), 2
         )
     if "ours, Dask 2 workers" in runs:
         dask = statistics.median(r["wall_s"] for r in runs["ours, Dask 2 workers"])

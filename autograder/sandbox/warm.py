@@ -35,7 +35,7 @@ from autograder.sandbox.plumbing import (
     child_environment,
     jail_files,
     jail_runtime,
-    mpl_font_cache,
+    mpl_font_files,
     spawn,
 )
 
@@ -140,9 +140,8 @@ class Template:
             self.home = Path(tempfile.mkdtemp(prefix="attn-grade-template-"))  # 0700, root's
             for sub in jail.WORK_SUBDIRS:
                 (self.home / sub).mkdir()
-            fonts = mpl_font_cache()
-            for cached in fonts.glob("fontlist-*.json") if fonts else ():
-                shutil.copy(cached, self.home / "mpl" / cached.name)
+            for name, content in mpl_font_files().items():
+                (self.home / "mpl" / name).write_bytes(content)
             command = [*python, str(runtime / "template.py"), str(theirs.fileno())]
             cwd, env = str(self.home), child_environment(self.home, f"{self.home}/tmp")
         with RUNNING_LOCK:  # never taken for an orphan by a sandbox's close() (kill_adopted)
