@@ -8,7 +8,10 @@ of the same level.
   sibling sandbox forked from the same template;
 - a later child of the template finds nothing of an earlier one (files in the work dir, $TMPDIR,
   $HOME, /tmp and /dev/shm, environment, patched modules, processes, random state);
-- a template that dies is replaced (the sandbox that found it dead starts cold).
+- a template that dies is replaced (the sandbox that found it dead starts cold);
+- in the jail, each child has network, IPC, UTS and mount namespaces of its own, as under a
+  cold bubblewrap, and holds nothing the supervisor ran with (its configuration, modules of the
+  grader's package).
 Before warm starts every sandbox was cold: these fail there on the `warm` flags they check.
 """
 
@@ -183,3 +186,88 @@ def test_the_switch_turns_warm_starts_off_and_results_say_which(monkeypatch):
     with Sandbox() as sandbox:
         assert not sandbox.warm and not sandbox.describe().endswith("warm")
         assert sandbox.describe() == isolation.choose().describe()
+
+
+@pytest.mark.skipif(_missing("jail") is not None, reason=str(_missing("jail")))
+def test_warm_children_in_the_jail_have_namespaces_of_their_own():
+    """A cold sandbox's bubblewrap gives it its own network, IPC and UTS namespaces; warm
+    children live in their template's jail, so their supervisor makes them: neither sibling
+    children nor a child and its template share one (a socket, a SysV segment or a hostname
+    set by one student never reaches another, should seccomp ever let such a call through)."""
+    from autograder.sandbox import warm
+    from autograder.sandbox.inside.supervisor import descendants
+    from autograder.sandbox.process import Sandbox
+
+    level = isolation.choose("jail")
+    with Sandbox(level=level) as first, Sandbox(level=level) as second:
+        assert first.warm and second.warm
+        template = warm.template_for(level)
+        assert template is not None
+        pids = {"template": template.pid}
+        for name, sandbox in (("first", first), ("second", second)):
+            assert sandbox.process is not None
+            pids[name] = descendants(sandbox.process.pid)[-1]  # the child, below its supervisor
+        for kind in ("net", "ipc", "uts", "mnt"):
+            found = {name: os.readlink(f"/proc/{pid}/ns/{kind}") for name, pid in pids.items()}
+            assert len(set(found.values())) == 3, (kind, found)
+        # as bubblewrap leaves a cold one's: the loopback interface, up, and nothing else
+        with open(f"/proc/{pids['first']}/net/dev") as devices:
+            interfaces = [line.split(":")[0].strip() for line in devices.read().splitlines()[2:]]
+        assert interfaces == ["lo"]
+        if shutil.which("nsenter") and shutil.which("ip"):
+            shown = subprocess.run(
+                ["nsenter", f"--net=/proc/{pids['first']}/ns/net", "ip", "-o", "link", "show"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            assert ",UP," in shown.split("lo:", 1)[1].split(">", 1)[0] + ",", shown
+
+
+LEFTOVERS = r"""
+import gc as _gc, sys as _sys
+def _leftovers():
+    def supervisor_config(value):
+        return isinstance(value, dict) and {"rlimits", "pass_fds"} <= set(value)
+    frames, frame = [], _sys._getframe()
+    while frame is not None:  # the frames below the notebook's: the server's and what ran it
+        frames.append(frame)
+        frame = frame.f_back
+    return {
+        "frames": sorted(
+            f"{f.f_code.co_name}:{name}"
+            for f in frames for name, value in f.f_locals.items() if supervisor_config(value)
+        ),
+        "objects": sum(1 for o in _gc.get_objects() if supervisor_config(o)),
+        "exception": repr(_sys.exc_info()[1]),
+        "grader_modules": sorted(
+            name for name, module in list(_sys.modules.items())
+            if name.split(".")[0] == "autograder"
+            or "autograder" in str(getattr(module, "__file__", "") or "")
+        ),
+    }
+"""
+
+
+@pytest.mark.skipif(_missing("jail") is not None, reason=str(_missing("jail")))
+def test_a_warm_child_holds_nothing_a_cold_one_does_not():
+    """What the template and the supervisor ran before the child's first line is gone: no
+    frame, object or exception holds the supervisor's configuration (a cold child's exec
+    dropped it), and no module of the grader's package is loaded (issue 36: only the
+    stdlib-only runtime, which lives outside it)."""
+    from autograder.sandbox.process import Sandbox
+    from tests.support.warm_probe import call, run
+
+    level = isolation.choose("jail")
+    found = {}
+    for warm_start in ("1", "0"):
+        os.environ[isolation.WARM_VARIABLE] = warm_start
+        try:
+            with Sandbox(level=level) as sandbox:
+                assert sandbox.warm == (warm_start == "1")
+                run(sandbox, LEFTOVERS)
+                found[sandbox.warm] = call(sandbox, "_leftovers")
+        finally:
+            os.environ.pop(isolation.WARM_VARIABLE, None)
+    empty = {"frames": [], "objects": 0, "exception": "None", "grader_modules": []}
+    assert found == {True: empty, False: empty}

@@ -16,7 +16,8 @@ kernel tells it who sent each message, with the pid as the grader sees it):
   sends {"forked": pid}, closes the socket and is that sandbox's supervisor (supervisor.main):
   it reads its configuration from the stdin it was given (nothing of it passes the template),
   prepares the sandbox (in the jail: a mount namespace with fresh tmpfs at /sandbox, /tmp and
-  /etc and a /proc showing only the child's own processes) and forks the child as a cold
+  /etc and a /proc showing only the child's own processes; network, IPC and UTS namespaces of
+  its own, as bubblewrap gives a cold sandbox) and forks the child as a cold
   supervisor does (own session, fds, rlimits, uid, no_new_privs, Landlock, seccomp last). Where
   a cold child would exec child.py, the warm one raises `Launch`, which unwinds the template's
   and the supervisor's frames, and runs the child's server here (`run_child`).
@@ -32,12 +33,14 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import sys
 
 import supervisor  # beside this file (the script's directory is first on sys.path)
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-CLONE_NEWNS = 0x00020000
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_REC, MS_PRIVATE = 32, 0x4000, 0x40000
 MAX_FDS = 16
@@ -97,11 +100,26 @@ def _mount(source, target: str, kind, flags: int, options: str | None = None) ->
     )
 
 
+def own_namespaces() -> None:
+    """Network, IPC and UTS namespaces of this sandbox's own, as bubblewrap gives a cold one
+    (--unshare-net, --unshare-ipc, --unshare-uts, --hostname sandbox), with the loopback
+    interface up as bubblewrap leaves it: no socket, SysV object or hostname of one sandbox
+    is another's, nor the template's."""
+    _check(libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare(NET, IPC, UTS)")
+    hostname = b"sandbox"
+    _check(libc.sethostname(hostname, len(hostname)), "sethostname")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as control:
+        request = struct.pack("16sH22x", b"lo", 0)
+        flags = struct.unpack("16sH22x", fcntl.ioctl(control, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(control, SIOCSIFFLAGS, struct.pack("16sH22x", b"lo", flags | IFF_UP))
+
+
 def fresh_jail(fresh: dict) -> None:
-    """The sandbox's own filesystem in the template's jail, as a cold jail would have it: a
-    mount namespace of this supervisor's (the child inherits it) with new tmpfs at /sandbox
-    and /tmp (the template's and every other sandbox's stay out of sight), /etc with a passwd
-    naming the child's uid, and a /proc in which only the child's own processes are visible."""
+    """The sandbox's own filesystem and namespaces in the template's jail, as a cold jail would
+    have them: a mount namespace of this supervisor's (the child inherits it) with new tmpfs at
+    /sandbox and /tmp (the template's and every other sandbox's stay out of sight), /etc with
+    a passwd naming the child's uid, and a /proc in which only the child's own processes are
+    visible; network, IPC and UTS namespaces of its own (`own_namespaces`)."""
     keep = {}
     for path in fresh["etc_copies"]:
         try:
@@ -111,6 +129,7 @@ def fresh_jail(fresh: dict) -> None:
             pass
     keep.update({path: text.encode() for path, text in fresh["etc"].items()})
     _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    own_namespaces()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     size = int(fresh["work_bytes"])
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
@@ -167,6 +186,7 @@ def run_child(config: dict) -> None:
     os.environ.clear()
     os.environ.update(config["env"])
     sys.argv = list(config["argv"][2:])
+    config.clear()  # the supervisor's configuration, which a cold child's exec dropped
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     import tempfile
 
