@@ -210,6 +210,11 @@ def test_warm_children_in_the_jail_have_namespaces_of_their_own():
         for kind in ("net", "ipc", "uts", "mnt"):
             found = {name: os.readlink(f"/proc/{pid}/ns/{kind}") for name, pid in pids.items()}
             assert len(set(found.values())) == 3, (kind, found)
+        # no memory the template shares writably with its children (a fork keeps MAP_SHARED
+        # mappings shared): what a child writes is its own
+        with open(f"/proc/{template.pid}/maps") as maps:
+            shared = [line for line in maps if line.split()[1][1::2] == "ws"]
+        assert shared == []
         # as bubblewrap leaves a cold one's: the loopback interface, up, and nothing else
         with open(f"/proc/{pids['first']}/net/dev") as devices:
             interfaces = [line.split(":")[0].strip() for line in devices.read().splitlines()[2:]]
