@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,26 +16,20 @@ from typing import IO, NoReturn
 
 from autograder.core.errors import GradedOutcome
 from autograder.core.status import Status
-from autograder.sandbox import cgroups, identity, isolation, jail, warm
+from autograder.sandbox import cgroups, identity, isolation, places, warm
 from autograder.sandbox.inside import wire
 from autograder.sandbox.inside.supervisor import descendants
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.plumbing import (
     RUNNING,
     RUNNING_LOCK,
-    RUNTIME_DIR,
-    RUNTIME_FILES,
-    SUPERVISOR,
     DeadlineReader,
     DeadlineWriter,
     _my_children,
     adopt_orphans,
     child_environment,
     cpu_for,
-    jail_files,
-    jail_runtime,
     kill_adopted,
-    mpl_font_files,
     remove_tree,
     spawn,
 )
@@ -96,57 +88,9 @@ class Sandbox:
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
         self._output_read, output_write = os.pipe()
-        file_fds: list[int] = []
-        command: list[str] = []
-        fresh = None
-        if iso.jail:
-            runtime = jail_runtime()
-            inside_uid = child_uid if child_uid is not None else jail.SANDBOX_USER_ID
-            work, script_dir = Path(jail.WORK_MOUNT), jail.RUNTIME_MOUNT
-            if template is None:
-                files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
-                file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
-                command = jail.command(
-                    roots=isolation.python_roots(),
-                    hidden=isolation.hidden_paths(),
-                    runtime_dir=runtime,
-                    files=dict(zip(files, file_fds, strict=True)),
-                    work_bytes=self.limits.work_bytes,
-                    unprivileged=os.geteuid() != 0,
-                    argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
-                )
-            else:  # the template's jail: this sandbox's own mounts, made by its supervisor
-                fresh = {
-                    "work": str(work),
-                    "work_bytes": self.limits.work_bytes,
-                    "subdirs": list(jail.WORK_SUBDIRS),
-                    "etc": {k: v.decode() for k, v in jail.passwd_files(inside_uid).items()},
-                    "etc_copies": list(jail.ETC_FILES),
-                }
-            # the jail's /proc is its own (pid and network namespaces): all of it is the child's
-            readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, "/proc", script_dir]
-            readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
-            writable = [str(work), "/tmp", os.devnull]
-            listable = []  # hidden packages are masked by empty directories
-        else:
-            self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
-            work = self.workdir
-            for sub in jail.WORK_SUBDIRS:
-                (self.workdir / sub).mkdir()
-            for name, content in mpl_font_files().items():
-                (self.workdir / "mpl" / name).write_bytes(content)
-            readable, writable = isolation.readable_paths(), [str(work), os.devnull]
-            listable = isolation.listable_paths()
-            if template is None:
-                runtime = self.workdir / ".runtime"
-                runtime.mkdir()
-                for name in RUNTIME_FILES:
-                    shutil.copy(RUNTIME_DIR / name, runtime / name)
-                command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
-            else:  # the template's modules came from the public runtime copy: its sources
-                runtime = jail_runtime()
-                readable.append(str(runtime))
-            script_dir = str(runtime)
+        where = places.prepare(iso, self.limits, template is not None, child_uid)
+        self.workdir = where.workdir
+        work, script_dir, file_fds = where.work, where.script_dir, where.file_fds
         config = {
             "argv": [
                 sys.executable,
@@ -168,11 +112,11 @@ class Sandbox:
             # ... and a /proc in which the processes of other users are invisible
             "private_proc": not iso.jail and child_uid is not None,
             "landlock": (
-                {"read": readable, "write": writable, "list": listable}
+                {"read": where.readable, "write": where.writable, "list": where.listable}
                 if iso.landlock_abi
                 else None
             ),
-            "fresh": fresh,
+            "fresh": where.fresh,
         }
         adopt_orphans()
         RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
@@ -184,7 +128,7 @@ class Sandbox:
                 )
             else:
                 self.process = spawn(
-                    command,
+                    where.command,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=output_write,

@@ -1,5 +1,4 @@
 """Sandbox supervisor: starts the child under limits and, at the end, kills its whole tree.
-
 Self-contained (stdlib only), started by the grader as `python -s supervisor.py`, possibly as
 pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration on stdin, then:
 - marks itself a child subreaper, so that descendants which detach (setsid, double fork) are
@@ -14,9 +13,8 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
 - on `reap`, SIGKILLs every descendant but the child (nothing a request started outlives it)
   and reports `reaped`;
 - on `kill`, EOF on stdin, or the child's exit, SIGKILLs every descendant and exits.
-A warm start (`template.py`) runs this same supervisor in a process forked from a template
-that has the child's modules imported: `main(warm)` then prepares the sandbox's own mounts
-and, where a cold start execs `child.py`, raises `Launch` once the child is isolated.
+Warm (`template.py`: forked from a template), `main(warm)` also makes the sandbox's own mounts
+and namespaces, and raises `Launch` once the child is isolated where a cold one execs child.py.
 """
 
 import ctypes
@@ -137,8 +135,7 @@ def own_proc_entries(pid: int) -> list[str]:
 
 
 class Launch(BaseException):
-    """Raised in a warm child where a cold one would exec `child.py`: it is isolated, and the
-    template's and supervisor's frames unwind before the child's server runs (template.py)."""
+    """Raised in an isolated warm child where a cold one execs `child.py` (template.py)."""
 
     def __init__(self, config: dict):
         super().__init__()
