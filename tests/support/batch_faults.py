@@ -53,6 +53,12 @@ def command_line(pid: int) -> str:
         return ""
 
 
+def interruptible() -> None:
+    """In the batch's process: SIGINT as in a command typed at a terminal (a test run started
+    in the background by a script inherits it ignored, and Python then leaves it so)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass
 class Batch:
     """One `attn-grade autograde` process; `err` collects its stderr once it has ended."""
@@ -77,6 +83,7 @@ class Batch:
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            preexec_fn=interruptible,
         )
         return cls(process, tmpdir)
 
@@ -88,7 +95,9 @@ class Batch:
             if state == b"T":
                 self.seen = descendants(self.process.pid)
                 return
-            assert self.process.poll() is None, "the batch ended before its stop point"
+            if self.process.poll() is not None:
+                self.finish()
+                raise AssertionError(f"the batch ended before its stop point:\n{self.err}")
             time.sleep(0.05)
         raise AssertionError("the batch never reached its stop point")
 
