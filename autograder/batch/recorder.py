@@ -165,6 +165,8 @@ class Recorder:
                 with HANDOFF.offering(key, offered):
                     result, failure = run_autograde(self.api, exercise, student)
                     written = HANDOFF.written()
+                if isinstance(failure, KeyboardInterrupt):  # a stop nbgrader caught: not a result
+                    raise failure
                 cause = environment_cause(failure)
                 if not result.get("success") and cause is not None:
                     raise EnvironmentFailure(describe_failure(cause)) from failure

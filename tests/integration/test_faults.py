@@ -117,23 +117,26 @@ def test_killed_workers_are_replaced_and_their_submissions_graded(unfaulted, tem
 
 
 STOPS = [
-    pytest.param(signal.SIGTERM, False, (), id="sigterm"),
-    pytest.param(signal.SIGINT, False, ("--force",), id="sigint-force"),
-    pytest.param(signal.SIGINT, True, ("--force",), id="ctrl-c-force"),
+    pytest.param(signal.SIGTERM, False, (), "merge:1", id="sigterm"),
+    pytest.param(signal.SIGINT, False, ("--force",), "merge:1", id="sigint-force"),
+    pytest.param(signal.SIGINT, True, ("--force",), "merge:1", id="ctrl-c-force"),
+    # one process, stopped inside nbgrader's step (which catches KeyboardInterrupt)
+    pytest.param(signal.SIGTERM, False, ("--workers", "1"), "autograde:2", id="sigterm-nbgrader"),
 ]
 
 
-@pytest.mark.parametrize(("signum", "group", "extra"), STOPS)
+@pytest.mark.parametrize(("signum", "group", "extra", "point"), STOPS)
 def test_a_stopped_batch_keeps_what_it_graded_and_the_rerun_converges(
-    unfaulted, template, tmp_path, signum, group, extra
+    unfaulted, template, tmp_path, signum, group, extra, point
 ):
     """Findings 2 and 5: a batch stopped at its first result (by SIGTERM, by SIGINT to it alone
-    during a --force regrade of a graded course, by Ctrl-C to its whole process group) says so
-    in one line and exits 128+signal; no graded submission loses its autograded notebook; no
-    scratch, temp folder or process is left; the same command run again converges."""
+    during a --force regrade of a graded course, by Ctrl-C to its whole process group), or in
+    the middle of nbgrader's step, says so in one line and exits 128+signal; no graded
+    submission loses its autograded notebook; no scratch, temp folder or process is left; the
+    same command run again converges."""
     source = unfaulted[0] if "--force" in extra else template
     course = copy(source, tmp_path)
-    batch = Batch.start(course, *extra, stop_at="merge:1")
+    batch = Batch.start(course, *extra, stop_at=point)
     batch.wait_stopped()
     if group:  # what Ctrl-C does: the whole foreground process group
         os.killpg(batch.process.pid, signum)
