@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -86,6 +87,7 @@ def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Worke
     from autograder.batch import recorder
 
     claim_temp_dir()
+    end_fork_server_at_exit()
     pool = Workers(max(min(workers, jobs), 1), pool_context(recorder.WORKER_MODULES))
     try:
         yield pool
@@ -93,6 +95,38 @@ def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Worke
         pool.stop()
         raise
     pool.shutdown()
+
+
+_EXIT_HOOKED: set[int] = set()  # the processes whose exit ends their fork server
+
+
+def end_fork_server_at_exit() -> None:
+    """When this process exits, its fork server (if it started one) is killed instead of left
+    to notice the exit and tear down its torch and nbgrader, which takes about 1.3 s during
+    which it still holds the batch's stdout and stderr (a pipe reading them waits; a stopped
+    batch looked slow to end). Only at exit: concurrent.futures has joined every pool of the
+    process by then, so no pool can need the server any more; killing it as one pool stops
+    would break another pool of the same process starting a worker through it."""
+    import atexit
+
+    owner = os.getpid()
+    if owner in _EXIT_HOOKED:
+        return
+    _EXIT_HOOKED.add(owner)
+
+    def end() -> None:
+        if os.getpid() != owner:  # a forked child inherited the hook: not its server
+            return
+        import multiprocessing.forkserver
+
+        server = getattr(multiprocessing.forkserver, "_forkserver", None)
+        pid = getattr(server, "_forkserver_pid", None)
+        if isinstance(pid, int):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+    atexit.register(end)  # after multiprocessing's own hook, so it runs before that one
 
 
 MARK = "attn-grade-batch"  # in multiprocessing's temp folder: "PID STARTTIME" of its batch

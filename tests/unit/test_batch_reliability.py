@@ -270,3 +270,56 @@ def test_fault_points_count_each_variable_and_may_persist(monkeypatch):
             assert error.errno == errno.EIO
             outcomes.append("fail")
     assert outcomes == ["ok", "fail", "ok", "ok", "fail", "fail"]
+
+
+POOLS_THEN_EXIT = """
+import multiprocessing, os, sys
+from concurrent.futures import ProcessPoolExecutor
+from autograder.batch.pool import end_fork_server_at_exit
+
+context = multiprocessing.get_context("forkserver")
+context.set_forkserver_preload(["slow_exit"])
+end_fork_server_at_exit()
+end_fork_server_at_exit()  # a second batch in the same process: one hook
+first = ProcessPoolExecutor(1, mp_context=context)
+second = ProcessPoolExecutor(1, mp_context=context)
+first.submit(os.getpid).result()
+first.shutdown(wait=True)  # one pool ends; the other starts its worker after that
+print(second.submit(os.getpid).result() != os.getpid())
+second.shutdown(wait=True)
+print(multiprocessing.forkserver._forkserver._forkserver_pid)
+"""
+
+
+def test_the_fork_server_ends_with_the_batch_and_serves_its_pools_until_then(tmp_path):
+    """A fork server outlives its batch until it has torn down what it loaded (about 1.3 s
+    with torch, holding the batch's stderr); it is killed when the batch exits, never as one
+    pool of the process ends (another pool may still need it)."""
+    import subprocess
+    import sys
+
+    from autograder.sandbox.inside.supervisor import stat_fields
+
+    (tmp_path / "slow_exit.py").write_text("import atexit, time\natexit.register(time.sleep, 60)\n")
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    done = subprocess.run(
+        [sys.executable, "-c", POOLS_THEN_EXIT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    started, server = done.stdout.split()
+    assert started == "True", "the second pool started its worker after the first ended"
+    try:
+        state = stat_fields(f"/proc/{server}/stat")[0]
+    except FileNotFoundError:
+        state = b"gone"
+    try:
+        assert state in (b"gone", b"Z"), "the fork server outlived its batch"
+    finally:
+        if state not in (b"gone", b"Z"):
+            os.kill(int(server), signal.SIGKILL)
