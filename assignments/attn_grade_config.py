@@ -21,8 +21,9 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.OverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# SanitizeStudentHTML cleans student-written HTML out of markdown cells first: formgrader and
-# the feedback render the autograded notebook with templates that do not sanitize markdown.
+# SanitizeStudentHTML renders every markdown and raw cell a student wrote or changed into a
+# labelled block of clean HTML that MathJax skips: formgrader renders the autograded notebook's
+# markdown without cleaning it, in the instructor's session (nbgrader_plugins/student_text.py).
 c.Autograde.autograde_preprocessors = [
     "autograder.nbgrader_plugins.sanitize.SanitizeStudentHTML",
     "autograder.nbgrader_plugins.preprocessors.GradeWithChecks",

@@ -190,17 +190,24 @@ def expect_evaluated(
     samples: int | None = None,
 ) -> None:
     """Fail unless every call of the model that `call_evaluating` saw ran without gradients
-    (torch.no_grad() or torch.inference_mode()) and, when `in_training` is given (the contract
-    says "eval mode"), in eval mode. Each of these functions runs the model, and a global hook
-    sees every module call however it is made, so no call seen fails too: the model's output
-    was computed some other way (by hand from its weights), or the hook was switched off. With
-    `samples`, the model must also have evaluated that many rows in eval mode without gradients
-    (a single small call so seen, beside the real ones made with the hook switched off, is no
-    evidence of an evaluation of all the samples)."""
+    (torch.no_grad() or torch.inference_mode(); an output that carries an autograd graph counts
+    as computed with gradients) and, when `in_training` is given (the contract says "eval
+    mode"), in eval mode. Each of these functions runs the model, and a global hook sees every
+    module call that nn.Module's own dispatcher makes, however the module is called, so no call
+    seen fails too: the model's output was computed some other way (by hand from its weights,
+    or around the dispatcher), or the hook was switched off. With
+    `samples`, the model must also have evaluated that many rows without gradients (in eval
+    mode where `in_training` is given; a single small call so seen, beside the real ones made
+    with the hook switched off, is no evidence of an evaluation of all the samples)."""
     counts = modes if isinstance(modes, dict) else {}
     calls, training, gradients, rows = (
         value if isinstance(value := counts.get(key), int) else 0
-        for key in ("calls", "training", "with_gradients", "rows_evaluated")
+        for key in (
+            "calls",
+            "training",
+            "with_gradients",
+            "rows_without_gradients" if in_training is None else "rows_evaluated",
+        )
     )
     ensure(
         calls > 0,
@@ -222,12 +229,16 @@ def expect_evaluated(
         mistake=with_gradients,
     )
     if samples is not None:
+        mode = "" if in_training is None else " in eval mode"
         ensure(
             rows >= samples,
-            f"{what} evaluated {rows} of the {samples} samples in eval mode without gradients; "
+            f"{what} evaluated {rows} of the {samples} samples{mode} without gradients; "
             "each sample's prediction should come from such a forward pass",
             mistake=with_gradients,
         )
+
+
+TRAINING_SECONDS = 120.0  # a training function's call (the checks' default is 30 s)
 
 
 def trained_in_batches(
@@ -235,9 +246,12 @@ def trained_in_batches(
 ) -> tuple[Any, Any]:
     """The student's training function `name` called as name(model, *args, **kwargs) through
     the `training_batches` probe: (what it returned, the size of every batch the model was fed
-    in training mode)."""
+    in training mode), with a training call's timeout (a 30 s one cost an honest notebook 0.25
+    on a machine loaded 13 deep)."""
     function = submission.module_getattr(name)
-    value, sizes = submission.probe("training_batches", function, model, list(args), kwargs)
+    value, sizes = submission.probe(
+        "training_batches", function, model, list(args), kwargs, timeout=TRAINING_SECONDS
+    )
     return value, sizes
 
 

@@ -140,7 +140,8 @@ def _apply_isolation(args: argparse.Namespace) -> None:
     level = getattr(args, "isolation", None)
     if level and level != "auto":
         os.environ[ENVIRONMENT_VARIABLE] = level
-    if args.command in ("grade", "autograde", "demo", "gradescope-run", "verify", "regrade"):
+    # (gradescope-run chooses in its own command: a refusal there is a results.json too)
+    if args.command in ("grade", "autograde", "demo", "verify", "regrade"):
         isolation.choose()
 
 

@@ -7,8 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder.ci.gradescope import DEFAULT_TORCH_INDEX, VISIBILITIES
 from autograder.cli.common import (
     EXIT_BELOW_THRESHOLD,
+    EXIT_INTERNAL,
     EXIT_USAGE,
     isolation_option,
 )
@@ -20,7 +22,7 @@ def ci_outputs(args: argparse.Namespace, report) -> int:
     if args.junit_xml:
         from autograder.ci.junit import write_junit
 
-        write_junit(report, args.junit_xml)
+        write_junit(report, args.junit_xml, student=args.student)
     if args.fail_under is not None and report.score < args.fail_under:
         print(
             f"attn-grade grade: score {report.score:g} is below --fail-under {args.fail_under:g}",
@@ -81,19 +83,57 @@ def cmd_gradescope(args: argparse.Namespace) -> int:
 
     try:
         with wheel_for_bundle(Path(args.wheel) if args.wheel else None) as wheel:
-            print(build_bundle(args.exercise, Path(args.out), wheel, args.visibility))
+            out = build_bundle(args.exercise, Path(args.out), wheel, args.visibility,
+                               args.torch_index)  # fmt: skip
+            print(out)
     except WheelError as error:
         print(f"attn-grade gradescope: {error}", file=sys.stderr)
         return EXIT_USAGE
     return 0
 
 
-def cmd_gradescope_run(args: argparse.Namespace) -> int:
-    from autograder.ci.gradescope import run
+REFUSED = (
+    "**Not graded.** The autograder refused to run the notebook here, because it could not "
+    "keep student code away from the hidden checks; nothing in the submission caused this. "
+    "Please tell your instructor. What is missing:"
+)
+FAILED = (
+    "**Not graded.** The autograder itself failed (an internal error, exit code {code}); "
+    "nothing in the submission caused this. Please tell your instructor: the autograder "
+    "output, which instructors see, has the details."
+)
 
-    results = run(Path(args.root) if args.root else None)
-    print(f"{results['score']:g} / {sum(t['max_score'] for t in results['tests']):g}")
-    return 0
+
+def cmd_gradescope_run(args: argparse.Namespace) -> int:
+    """Grade, and write results.json whatever happens: a refusal (exit 4) or a failure of the
+    grader (exit 3) is a results.json at score 0 that says so (else Gradescope shows only
+    "autograder failed"), and the details go to the instructor-only output."""
+    from autograder.ci.gradescope import autograder_root, md_literal, not_graded, run, write_results
+    from autograder.core.errors import IsolationError
+    from autograder.core.text import clean_text
+
+    root = Path(args.root) if args.root else autograder_root()
+    try:
+        results = run(root)
+    except IsolationError as error:
+        detail = clean_text(error, 4000)
+        print(f"attn-grade gradescope-run: {detail}", file=sys.stderr)
+        results = not_graded("not_graded", f"{REFUSED}\n\n{md_literal(detail)}", detail, 4)
+        code = error.exit_code
+    except Exception as error:  # noqa: BLE001 - a results.json and a clear message, always
+        detail = f"{type(error).__name__}: {clean_text(error, 2000)}"
+        print(f"attn-grade gradescope-run: internal error: {detail}", file=sys.stderr)
+        results = not_graded("grader_error", FAILED.format(code=EXIT_INTERNAL), detail, 3)
+        code = EXIT_INTERNAL
+    else:
+        possible = sum(test.get("max_score", 0) for test in results["tests"])
+        print(f"{results['score']:g} / {possible:g}")
+        return 0
+    try:
+        write_results(root, results)
+    except OSError as error:
+        print(f"attn-grade gradescope-run: cannot write results.json: {error}", file=sys.stderr)
+    return code
 
 
 def add_ci_commands(commands) -> None:
@@ -129,8 +169,16 @@ def add_ci_commands(commands) -> None:
     gradescope.add_argument(
         "--visibility",
         default="visible",
-        choices=("visible", "hidden", "after_due_date", "after_published"),
-        help="visibility of the hidden checks' results to students",
+        choices=VISIBILITIES,
+        help="when students see the hidden checks' results and the score (visible: at once; "
+        "otherwise a visible line says only whether the notebook was graded)",
+    )
+    gradescope.add_argument(
+        "--torch-index",
+        default=DEFAULT_TORCH_INDEX,
+        metavar="URL",
+        help="extra package index setup.sh installs CPU PyTorch from, used only if it answers "
+        "(none: no extra index; ATTN_GRADE_TORCH_INDEX at setup time overrides it)",
     )
     gradescope.set_defaults(run=cmd_gradescope)
     inside = commands.add_parser(

@@ -2,15 +2,15 @@
 
 The course config makes GenerateFeedback use FeedbackExporter (nbgrader's feedback template
 extended by templates/attn_feedback: "not graded yet" for the written answer until it is, long
-lines wrapped, a readable report table) and two preprocessors: GetGradesAndPending (nbgrader's
-GetGrades, plus which grades wait for the instructor) and RenderMathOffline (LaTeX in markdown
-becomes MathML, which browsers render without MathJax from the internet).
+lines wrapped, a readable report table, the student's own text in a region labelled "Your
+answer") and two preprocessors: GetGradesAndPending (nbgrader's GetGrades, plus which grades
+wait for the instructor) and RenderMathOffline (LaTeX in markdown becomes MathML, which browsers
+render without MathJax from the internet; the student's cells arrive rendered already).
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 from jinja2 import pass_context
@@ -20,30 +20,20 @@ from nbgrader.preprocessors import GetGrades
 from traitlets import Bool
 from traitlets.config import Config
 
+from autograder.nbgrader_plugins.allow_list import clean_output_html, clean_student_html
+from autograder.nbgrader_plugins.late_penalty import settle_late_penalties
+from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
-from autograder.nbgrader_plugins.sanitize import (
-    clean_output_html,
-    clean_student_html,
-    neutralise_tex,
-)
+from autograder.nbgrader_plugins.student_text import block_body, region
 
+__all__ = ["FeedbackExporter", "GetGradesAndPending", "RenderMathOffline", "math_to_mathml"]
 TEMPLATES = Path(__file__).with_name("templates")
-# $$display$$ or $inline$ (not `$ 5 and $ 6`: no space inside the dollars of inline math)
-# Inline math as pandoc reads it: `$` then a non-space, a non-space then `$` not followed by a
-# digit; also not touching an ASCII letter or digit outside (US$5, $5 and $6 stay prices), but
-# any other script may touch it (`$L$인`: a Korean particle follows its word directly).
-_MATH = re.compile(
-    r"\$\$(.+?)\$\$|(?<![\\$A-Za-z0-9])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![A-Za-z0-9$])", re.S
-)
-_CODE = re.compile(r"(```.*?```|~~~.*?~~~|`[^`\n]*`)", re.S)
-# characters markdown would still act on between the tags of inline MathML
-_MARKDOWN = {c: f"&#{ord(c)};" for c in "*_\\`[]~|$"}
 
 
 def is_report_cell(cell) -> bool:
     return cell.get("cell_type") == "markdown" and (
-        cell.get("id") == REPORT_CELL_ID or 'class="attn-grade-report"' in str(cell.get("source"))
+        cell.get("id") == REPORT_CELL_ID or 'class="attn-grade-report' in str(cell.get("source"))
     )
 
 
@@ -58,30 +48,46 @@ class FeedbackExporter(HTMLExporter):
         ours.HTMLExporter.template_name = "attn_feedback"
         ours.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), handlers.template_path]
         ours.HTMLExporter.sanitize_html = True
-        # so that our template can extend nbgrader's as 'feedback/index.html.j2'
+        ours.HTMLExporter.exclude_anchor_links = True  # a "¶" link in every heading, unlabelled
+        # so that our template can extend nbgrader's as 'feedback/index.html.j2', and include
+        # the style it shares with formgrader's page as 'attn_common/pages.css'
         paths = list(ours.HTMLExporter.get("extra_template_paths", []))
-        ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path]
+        ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path, str(TEMPLATES)]
         super().__init__(config=ours, **kwargs)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         """Each cell numbered as the grader's messages number it ("cell 10": its place in the
-        submitted notebook, counting from 1), so that a note points at a cell on the page."""
+        submitted notebook, counting from 1), so that a note points at a cell on the page; a
+        check cell without the number nbgrader reads its partial credit from (its output says
+        the points in words); a figure described in the page's language."""
         nb = copy.deepcopy(nb)
+        lang = language(nb.metadata)
         number = 0
         for index, cell in enumerate(nb.cells):
             if index == 0 and is_report_cell(cell):
                 continue  # added by autograde in front of the student's cells
             number += 1
             cell.metadata["attn_cell"] = number
+            if cell.get("cell_type") == "code":
+                alt = words("a figure drawn by cell %s", lang) % number
+                cell.outputs = _shown_outputs(cell, alt)
         output, resources = super().from_notebook_node(nb, resources, **kw)
-        lang = language(nb.metadata)
         return output.replace("<html>", f'<html lang="{lang}">', 1), resources
 
     @pass_context
     def markdown2html(self, context, source):
-        """Markdown (with its offline MathML) as HTML, cleaned last (sanitize.py); the report
-        cell, ours (it replaces any cell of its id), keeps the classes that style it."""
+        """Markdown (with its offline MathML) as HTML, cleaned last (allow_list.py); the report
+        cell, ours (it replaces any cell of its id), keeps the classes that style it; a
+        student's cell, rendered at autograding (student_text.py), is cleaned again and shown in
+        the region labelled as the student's: "Your answer" for the written answer."""
         cell = context.get("cell", {})
+        body = block_body(str(source))
+        if body is not None:
+            answer = cell.get("metadata", {}).get("nbgrader", {}).get("solution")
+            nb = context.get("nb")
+            lang = language(nb.metadata if nb is not None else {})
+            label = words("Your answer" if answer else "Your text", lang)
+            return region(clean_student_html(body), label, style=False)
         ours = cell.get("cell_type") == "markdown" and cell.get("id") == REPORT_CELL_ID
         clean = clean_output_html if ours else clean_student_html
         return clean(super().markdown2html(context, source))
@@ -93,6 +99,20 @@ class FeedbackExporter(HTMLExporter):
         yield ("mathml", lambda markdown: math_to_mathml(neutralise_tex(markdown)))
 
 
+def _shown_outputs(cell, alt: str) -> list:
+    """The outputs of a code cell as the student sees them: a check cell's execute_result
+    (nbgrader's partial credit, the points its stream output states) left out; an image without
+    a description described as `alt`."""
+    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+    check = nbgrader.get("grade") and not nbgrader.get("solution")
+    outputs = cell.get("outputs", [])
+    shown = [o for o in outputs if not (check and o.output_type == "execute_result")]
+    for output in shown:
+        if any(kind.startswith("image/") for kind in output.get("data", {})):
+            output.setdefault("metadata", {}).setdefault("alt", alt)
+    return shown
+
+
 @pass_context
 def _translate(context, text: str) -> str:
     """The template's `{{ "Your code" | t }}`: the page's words in the notebook's language."""
@@ -101,7 +121,16 @@ def _translate(context, text: str) -> str:
 
 
 class GetGradesAndPending(GetGrades):
-    """nbgrader's GetGrades; also marks each grade cell that still waits for hand grading."""
+    """nbgrader's GetGrades, with the late penalty of the final score (hand grades included,
+    `late_penalty.py`); also marks each grade cell that still waits for hand grading."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            settle_late_penalties(gradebook, self.config, info["assignment"], [info["student"]])
+        return super().preprocess(nb, resources)
 
     def _get_score(self, cell, resources) -> None:
         super()._get_score(cell, resources)
@@ -119,34 +148,13 @@ class GetGradesAndPending(GetGrades):
         resources["nbgrader"]["pending"] = resources["nbgrader"].get("pending", 0) + pending
 
 
-def _mathml(latex: str, display: bool) -> str | None:
-    from latex2mathml.converter import convert
-
-    try:
-        mathml = convert(latex.strip(), display="block" if display else "inline")
-    except Exception:  # noqa: BLE001 - LaTeX it cannot read stays as written
-        return None
-    text = lambda match: ">" + "".join(_MARKDOWN.get(c, c) for c in match[1]) + "<"  # noqa: E731
-    return re.sub(r">([^<]+)<", text, mathml)
-
-
-def math_to_mathml(markdown: str) -> str:
-    """`$...$` and `$$...$$` outside code, as MathML; anything it cannot convert unchanged."""
-
-    def replace(match: re.Match) -> str:
-        display = match[1] is not None
-        return _mathml(match[1] if display else match[2], display) or match[0]
-
-    parts = _CODE.split(markdown)
-    return "".join(p if i % 2 else _MATH.sub(replace, p) for i, p in enumerate(parts))
-
-
 class RenderMathOffline(Preprocessor):
     """Markdown cells' LaTeX as MathML (Chromium >= 109, Firefox, Safari render it natively)."""
 
     enabled = Bool(True).tag(config=True)
 
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "markdown" and "$" in cell.source:
+        rendered = block_body(str(cell.source)) is not None  # a student's, MathML already
+        if cell.cell_type == "markdown" and "$" in cell.source and not rendered:
             cell.source = math_to_mathml(neutralise_tex(cell.source))
         return cell, resources

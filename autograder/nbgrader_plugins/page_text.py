@@ -1,5 +1,6 @@
-"""The words of the pages a student reads (the report cell, the feedback page's chrome), in the
-notebook's language: one home for them.
+"""The words of the pages a student reads (the report cell, the feedback page's chrome) and of
+what formgrader shows the instructor around the student's text, in the notebook's language: one
+home for them.
 
 The language is the notebook's `attn_grade.lang` metadata (written by `attn-grade build`); a
 value that is not a language of ours reads as English (a student who edits it can only switch
@@ -29,11 +30,15 @@ KO: Mapping[str, str] = {
     # a test cell's output
     "no automatic checks belong to this cell": "이 셀에 속한 자동 검사가 없습니다",
     "note": "참고",
-    "points for this cell: %s of %s (the number below)": "이 셀의 점수: %s / %s (아래 숫자)",
+    "points for this cell: %s of %s": "이 셀의 점수: %s / %s",
     # the feedback page
     "Score": "점수",
     "Your code": "작성한 코드",
     "Your written answer": "작성한 서술형 답안",
+    # the region of the student's own text: on the feedback page, and in formgrader
+    "Your answer": "작성한 답안",
+    "Your text": "직접 작성한 내용",
+    "Written by the student": "학생이 작성한 내용",
     "Checks of": "검사 대상:",
     "Checks": "검사",
     "Written answer": "서술형 답안",
@@ -46,6 +51,7 @@ KO: Mapping[str, str] = {
     ),
     "Late submission penalty": "지각 제출 감점",
     "cell": "셀",
+    "a figure drawn by cell %s": "셀 %s에서 그린 그림",
     # nbgrader's own words
     "No response.": "답안이 없습니다.",
 }

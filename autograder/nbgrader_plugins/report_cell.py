@@ -33,7 +33,8 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
     """The markdown source of the report cell, in `lang` (page_text.py): one raw HTML block
     with no blank line. The table carries bootstrap's classes too, so that formgrader (which
     has bootstrap but not our page's style) spaces its columns; a result is a symbol and a
-    word, never a colour alone."""
+    word, never a colour alone. MathJax (formgrader's) skips it: a message's `&#36;` is a `$`
+    to MathJax, which would typeset a student's `$\\style{...}$` quoted in it."""
     status = student_words(report.status)
     summary = words(
         "%s of %s points from automatic checks; the written answer (%s points) is graded by "
@@ -41,7 +42,7 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
         lang,
     ) % (f"{report.score:g}", f"{report.max_score:g}", f"{MANUAL_POINTS:g}")
     rows = [
-        '<div class="attn-grade-report">',
+        '<div class="attn-grade-report tex2jax_ignore">',
         f"<p><strong>{words('Autograder report', lang)}</strong>: {summary}</p>",
     ]
     if status:

@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 
 from autograder.core.errors import IsolationError
-from autograder.sandbox import cgroups
+from autograder.sandbox import cgroups, jail
 from autograder.sandbox.inside.supervisor import landlock_abi
 
 LEVELS = ("jail", "uid", "landlock", "rlimits")
@@ -248,8 +248,6 @@ def _cut_out(root: str, excluded: list[str]) -> list[str]:
 
 
 def _jail_works() -> bool:
-    from autograder.sandbox import jail
-
     return jail.probe()
 
 
@@ -391,9 +389,9 @@ def _closed_ancestor(path: str) -> str:
 
 
 def _missing(level: str) -> str:
+    if level == "jail":
+        return jail.missing()
     return {
-        "jail": "bubblewrap (`apt-get install bubblewrap`) with unprivileged user namespaces "
-        "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0)",
         "uid": "the grader must run as root to start the child under a uid of its own",
         "landlock": "a Linux kernel with Landlock (5.13 or later, enabled in the LSM list)",
     }.get(level, "")  # a root grader's private Python: private_python_message()
@@ -414,7 +412,7 @@ def refusal_message(found: Isolation) -> str:
     )
     return (
         f"refusing to grade: the strongest isolation this host offers ({found.level}) would let "
-        f"student code {danger}. Missing: "
-        f"{_missing('jail')}; or root (uid level) with the installed package not readable by "
+        f"student code {danger}. For the jail: "
+        f"{_missing('jail')}. Or root (uid level) with the installed package not readable by "
         "other users; or a kernel with Landlock ABI 6 or later (Linux 6.12). " + anyway
     )

@@ -15,6 +15,10 @@ Identity: a root grader runs bubblewrap as root (no user namespace is needed to 
 supervisor starts the child under a sandbox uid of its own (`identity`), so host files are
 never opened with root's identity; an unprivileged grader runs bubblewrap in a new user
 namespace (`--unshare-user --disable-userns`) under its own uid.
+Where it runs: a root grader's bubblewrap needs CAP_SYS_ADMIN (namespaces, mounts) and
+CAP_NET_ADMIN (the loopback), which a container with Docker's or podman's default capabilities
+(Gradescope) lacks; an unprivileged grader needs unprivileged user namespaces. `missing()` says
+which is missing here, for the refusal.
 """
 
 from __future__ import annotations
@@ -148,3 +152,50 @@ def probe() -> bool:
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
     return done.returncode == 0 and done.stdout.strip() in ("1", "2")
+
+
+CAP_NET_ADMIN, CAP_SYS_ADMIN = 12, 21
+
+
+def effective_capabilities() -> int:
+    """This process's effective capability set (CapEff in /proc/self/status; 0 if unknown)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def missing() -> str:
+    """What the jail needs here: a root grader runs bubblewrap without a user namespace (it
+    needs CAP_SYS_ADMIN for the namespaces and mounts, CAP_NET_ADMIN for the loopback), which
+    a container does not grant by default; an unprivileged one needs user namespaces."""
+    install = [] if bwrap() else ["bubblewrap is not installed (`apt-get install bubblewrap`)"]
+    if os.geteuid() != 0:
+        needs = (
+            "an unprivileged grader runs bubblewrap in a user namespace: it needs unprivileged "
+            "user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+            "user.max_user_namespaces > 0)"
+        )
+        return "; ".join([*install, needs])
+    caps = effective_capabilities()
+    lacking = [
+        name
+        for bit, name in ((CAP_SYS_ADMIN, "CAP_SYS_ADMIN"), (CAP_NET_ADMIN, "CAP_NET_ADMIN"))
+        if not caps >> bit & 1
+    ]
+    needs = (
+        "a root grader runs bubblewrap without a user namespace, which needs the capabilities "
+        "CAP_SYS_ADMIN and CAP_NET_ADMIN"
+    )
+    if lacking:
+        needs += (
+            f"; this process lacks {' and '.join(lacking)}, as in a container by default "
+            "(Docker, podman and Gradescope grant neither; a container started with "
+            "`--cap-add SYS_ADMIN --cap-add NET_ADMIN` has them). Without them the strongest "
+            "level is `uid`, with Landlock where the host's kernel has it"
+        )
+    return "; ".join([*install, needs])

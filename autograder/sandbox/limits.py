@@ -15,7 +15,7 @@ class Limits:
     output_bytes: int = 4 << 20  # stdout+stderr; the sandbox is killed past this
     message_bytes: int = 128 << 20  # largest response frame the parent accepts (arrays)
     header_bytes: int = 2 << 20  # largest JSON part of a response frame (bounds parse memory)
-    start_timeout: float = 30.0  # seconds for the child to answer its first ping
+    start_timeout: float = 90.0  # seconds for the child to import torch and answer its first ping
     # All processes of one submission together (a cgroup where the host gives one):
     group_memory_bytes: int = 4 << 30  # memory.max / memory.limit_in_bytes
     group_processes: int = 256  # pids.max

@@ -64,6 +64,52 @@ def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
     return history
 """
 
+# Scaled embeddings, norm_first GELU layers, sum/len pooling behind a LayerNorm.
+TRANSFORMER_NORM_FIRST = """
+class TransformerClassifier(nn.Module):
+    def __init__(self, vocab_size=100, d_model=64, nhead=4, num_layers=2, num_classes=2,
+                 dim_feedforward=128, dropout=0.0):
+        super().__init__()
+        self.scale = d_model**0.5
+        self.tokens = nn.Embedding(vocab_size, d_model)
+        self.positions = PositionalEncoding(d_model)
+        block = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward, dropout, activation="gelu", batch_first=True,
+            norm_first=True,
+        )
+        self.encoder = nn.TransformerEncoder(block, num_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.out = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        states = self.encoder(self.positions(self.tokens(x) * self.scale))
+        return self.out(self.norm(states.sum(dim=1) / states.shape[1]))
+"""
+
+# NumPy's seeded permutation, the global torch seed set, a summed loss divided per batch.
+TRAIN_NUMPY_ORDER = """
+import numpy as np
+
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    order_of = np.random.default_rng(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history = []
+    for _ in range(epochs):
+        model.train()
+        order = torch.from_numpy(order_of.permutation(len(X)))
+        total = 0.0
+        for start in range(0, len(X), batch_size):
+            rows = order[start : start + batch_size]
+            optimizer.zero_grad()
+            summed = F.cross_entropy(model(X[rows]), y[rows], reduction="sum")
+            (summed / len(rows)).backward()
+            optimizer.step()
+            total += summed.item()
+        history.append(total / len(X))
+    return history
+"""
+
 TRAIN_LM_SUM = """
 def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
     from torch.utils.data import DataLoader, TensorDataset
@@ -321,6 +367,31 @@ CASES = [
             "test_train_classifier_learns_mean_task",
         ],
         id="ex3-dataloader-adamw-clipping",
+        marks=pytest.mark.ex3,
+    ),
+    pytest.param(
+        "ex3_transformer_classifier",
+        {"TransformerClassifier": TRANSFORMER_NORM_FIRST},
+        [
+            "test_transformer_classifier_structure",
+            "test_transformer_classifier_logits_per_sample",
+            "test_transformer_classifier_mean_pools_encoder_output",
+            "test_transformer_classifier_uses_positions",
+            "test_transformer_classifier_runs_without_warnings",
+            "test_train_classifier_learns_mean_task",
+        ],
+        id="ex3-norm-first-gelu-scaled-sum-pooling",
+        marks=pytest.mark.ex3,
+    ),
+    pytest.param(
+        "ex3_transformer_classifier",
+        {"train_classifier": TRAIN_NUMPY_ORDER},
+        [
+            "test_train_classifier_returns_sample_weighted_epoch_losses",
+            "test_train_classifier_seeded",
+            "test_train_classifier_learns_mean_task",
+        ],
+        id="ex3-numpy-permutation-global-seed",
         marks=pytest.mark.ex3,
     ),
     pytest.param(

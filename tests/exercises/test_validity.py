@@ -129,7 +129,7 @@ probes.PROBES["figure_summary"] = lambda figure: {"axes": []}
 """
 PATCHED_PROBE = """
 import sys
-sys.modules["probes"].module_summary.__code__ = (lambda module: {}).__code__
+sys.modules["module_probes"].module_summary.__code__ = (lambda module: {}).__code__
 """
 
 

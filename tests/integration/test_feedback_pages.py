@@ -13,45 +13,24 @@ from pathlib import Path
 
 import pytest
 
+from autograder.nbgrader_plugins.student_text import block_body
 from tests.support.built_once import built_once
-from tests.support.chromium import MARKER, chromium, dump_dom, planted, screenshot_to
-from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
-from tests.support.pages import ENGLISH_CHROME, page_text
+from tests.support.chromium import MARKER, chromium, dump_dom, screenshot_to
+from tests.support.hostile_course import (
+    EX2,
+    EX5,
+    FAKE_OUTPUT,
+    PRINTED,
+    autograded,
+    build_course,
+    cells_of,
+    feedback,
+)
+from tests.support.pages import ENGLISH_CHROME, formgrader_exporter, page_text
 
 pytestmark = pytest.mark.slow
-EX2, EX5 = "ex2_attention_heatmap", "ex5_causal_mask"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-FAKE_OUTPUT = "FAKE-OUTPUT-FROM-THE-SUBMISSION"
 PNG = b"\x89PNG\r\n\x1a\n"
-ANSWER_ATTACK = (
-    "My answer.\n\n"
-    f'<img src=x onerror="{planted("answer-img")}">\n\n'
-    f"<script>{planted('answer-script')}</script>\n\n"
-    f'<svg><animate onbegin="{planted("answer-svg")}" attributeName=x dur=1s></svg>\n\n'
-    # issue 17: math rendered after the cleaning became MathML attributes (an overlay, a link)
-    r"$\style{position:fixed;top:0;left:0;width:100%;height:100%;background:white}"
-    r"{\text{Score: 10.0 / 10.0 all checks passed}}$ and $\href{javascript:alert(1)}{link}$"
-    r" and $\class{attn-grade-report}{x}$ and $\cssId{forged}{y}$ and $\sqrt{d_k}$"
-    '\n\n<div style="position:fixed;top:0">covered</div>'
-    '<a href="javascript:alert(2)">js</a>\n'
-)
-PRINTED = f'<img src=x onerror="{planted("printed")}">'
-# A student cell that prints markup whenever the demo cells call tokenize().
-PRINT_ATTACK = (
-    "_tokenize = tokenize\n"
-    "def tokenize(sentence):\n"
-    f"    print({PRINTED!r})\n"
-    "    return _tokenize(sentence)\n"
-)
-# An exception message that tries to close the report (fence, table) and forge a score.
-FORGED = (
-    "```\n</td></tr></table></div>\n\n"
-    f'<img src=x onerror="{planted("error")}"><h1 class=forged>Score: 10 / 10</h1>\n\n```'
-)
-ERROR_ATTACK = f"raise ValueError({FORGED!r})\n"
-
-
-HAND_COMMENT = "Good start, but **why** does it hold for $\\sqrt{d_k}$?"
 # measures, in the browser, whether a fixed column of the check table broke inside a word
 LAYOUT_PROBE = """<script>
 window.addEventListener("load", function () {
@@ -74,85 +53,10 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def cells_of(notebook: dict, grade_id: str) -> list[dict]:
-    return [
-        c
-        for c in notebook["cells"]
-        if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id
-    ]
-
-
-def hostile(release: Path) -> str:
-    """The reference, plus markup in the written answer, in printed output, in an error."""
-    notebook = json.loads(submission_text(release, EX2, "alice"))
-    cells_of(notebook, "answer_pattern")[0]["source"] = ANSWER_ATTACK
-    for source in (PRINT_ATTACK, ERROR_ATTACK):
-        cell = {"cell_type": "code", "metadata": {"tags": [f'x"><b {MARKER}>']}, "outputs": []}
-        cell |= {"id": f"attack-{len(notebook['cells'])}", "execution_count": None}
-        notebook["cells"].append({**cell, "source": source})
-    return json.dumps(notebook)
-
-
-def with_fake_outputs(text: str) -> str:
-    """Outputs a student could fake: they must never reach the autograded notebook."""
-    notebook = json.loads(text)
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": FAKE_OUTPUT}]
-    return json.dumps(notebook)
-
-
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
-    """ex2 (alice: reference, mallory: hostile) autograded by `nbgrader autograde`, ex5 in
-    Korean (alice) by `attn-grade autograde`; mallory's written answer graded by hand, with a
-    comment, then changed (under review); feedback generated for both. Built once per run: the
-    tests only read it."""
+    """tests/support/hostile_course.py's course, built once per run: the tests only read it."""
     return built_once(tmp_path_factory, "feedback-pages", build_course) / "course"
-
-
-def build_course(root: Path) -> None:
-    course, exchange = root / "course", root / "exchange"
-    exchange.mkdir(mode=0o777)
-    built = attn_grade("build", EX2, "--course", str(course), "--exchange", str(exchange))
-    assert built.returncode == 0, built.stderr
-    built = attn_grade("build", EX5, "--lang", "ko", "--course", str(course))
-    assert built.returncode == 0, built.stderr
-    for exercise, students in ((EX2, ("alice", "mallory")), (EX5, ("alice",))):
-        release = course / "release" / exercise / f"{exercise}.ipynb"
-        for student in students:
-            text = (
-                hostile(release)
-                if student == "mallory"
-                else submission_text(release, exercise, "alice")
-            )
-            path = course / "submitted" / student / exercise / f"{exercise}.ipynb"
-            path.parent.mkdir(parents=True)
-            path.write_text(with_fake_outputs(text))
-    nbgrader(course, "autograde", EX2)
-    graded = attn_grade("autograde", EX5, "--course", str(course), "--workers", "2")
-    assert graded.returncode == 0, graded.stderr
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        notebook = gradebook.find_submission_notebook(EX2, EX2, "mallory")
-        answer = next(g for g in notebook.grades if g.name == "answer_pattern")
-        answer.manual_score, answer.needs_manual_grade = 1.0, True  # graded, then resubmitted
-        comment = next(c for c in notebook.comments if c.name == "answer_pattern")
-        comment.manual_comment = HAND_COMMENT
-        gradebook.db.commit()
-    for exercise in (EX2, EX5):
-        nbgrader(course, "generate_feedback", exercise)
-
-
-def autograded(course: Path, student: str, exercise: str) -> dict:
-    return json.loads(
-        (course / "autograded" / student / exercise / f"{exercise}.ipynb").read_text()
-    )
-
-
-def feedback(course: Path, student: str, exercise: str) -> Path:
-    return course / "feedback" / student / exercise / f"{exercise}.html"
 
 
 def pngs(cell: dict) -> list[bytes]:
@@ -186,16 +90,7 @@ def test_demo_cells_show_printed_numbers_from_the_sandbox(course):
 
 
 def formgrader_page(course: Path, student: str, exercise: str, out: Path) -> Path:
-    """The submission as formgrader renders it: nbconvert's HTMLExporter with formgrader's own
-    template settings, then the course's nbgrader_config.py on top (nbgrader's order)."""
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
-    from traitlets.config import Config, PyFileConfigLoader
-
-    config = Config()
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config())
+    """The submission as formgrader renders it (tests/support/pages.py)."""
     path = course / "autograded" / student / exercise / f"{exercise}.ipynb"
     resources = {
         "assignment_id": exercise,
@@ -209,7 +104,7 @@ def formgrader_page(course: Path, student: str, exercise: str, out: Path) -> Pat
         "first_name": "",
         "notebook_path": str(path),
     }
-    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    html, _ = formgrader_exporter(course).from_filename(str(path), resources=resources)
     out.write_text(html)
     return out
 
@@ -245,16 +140,24 @@ def test_no_student_markup_runs_in_pages(course, tmp_path, page):
     assert "My answer." in dom, "the written answer is still shown"
     student_part = dom.split("My answer.", 1)[1]  # the page's own CSS comes before
     # as markup, never only as text (escaped HTML and neutralised TeX show the payload as text)
-    assert not re.search(r"<[a-z][^>]*\sstyle=", student_part, re.I), "a style attribute"
+    # (formgrader's region of the student's text carries our own inline style, nothing else)
+    # (its attributes in any order: a student's element has no class, the allow-list drops it)
+    ours = r'<div\b[^>]*\sclass="attn-student-(text|label)\b[^"]*"[^>]*>'
+    styled = re.sub(ours, "", student_part)
+    assert not re.search(r"<[a-z][^>]*\sstyle=", styled, re.I), "a style attribute"
     assert not re.search(r"<[a-z][^>]*\shref=[\"']?\s*javascript:", student_part, re.I)
     assert not re.search(r"<[a-z][^>]*\sid=[\"']?forged", student_part, re.I)
     assert not re.search(r"<m\w+[^>]*\s(style|href|class|id)=", student_part), "MathML attributes"
-    if page == "feedback":
-        assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
-    else:  # formgrader typesets with MathJax in the browser: its macros are neutralised
-        assert "\\style{" not in student_part and "\\href{" not in student_part
+    assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
+    # neither page loads MathJax (their math is MathML); should an instructor's setup add it,
+    # every cell that holds TeX a student wrote is a rendered block that MathJax skips
+    # (tests/security/test_instructor_pages.py adds MathJax to both pages)
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "code" and "\\style{" in source:
+            assert block_body(source) is not None, source[:200]
     assert 'class="forged"' not in dom, "a message forged a heading"
-    report = re.search(r'<div class="attn-grade-report">(.*?)</div>', dom, re.S)
+    report = re.search(r'<div class="attn-grade-report[^"]*">(.*?)</div>', dom, re.S)
     assert report and "&lt;h1 class=forged&gt;Score: 10 / 10" in report[1], "shown as text"
     assert "</table>" in report[1], "the report's table was not closed by the message"
     ARTIFACTS.mkdir(exist_ok=True)
@@ -288,7 +191,7 @@ def test_pages_number_the_cells_as_the_notes_do(course):
     """The note about a failing cell names it "cell N"; the page shows "cell N" on that cell
     (its place in the submitted notebook; the report cell added in front is not counted)."""
     notebook = autograded(course, "mallory", EX2)
-    assert 'class="attn-grade-report"' in "".join(notebook["cells"][0]["source"])
+    assert 'class="attn-grade-report' in "".join(notebook["cells"][0]["source"])
     cells = notebook["cells"][1:]
     sources = ["".join(c["source"]) for c in cells]  # on disk, a list of lines
     number = 1 + next(i for i, source in enumerate(sources) if "class=forged" in source)

@@ -73,15 +73,21 @@ def test_setup_locks_the_hidden_parts_to_root(root):
         assert not mode & (stat.S_IRWXG | stat.S_IRWXO), f"{path} is readable by others"
 
 
+def checks_of(results: dict) -> list[dict]:
+    """The tests that carry points (not the visible line that says the notebook was graded)."""
+    return [test for test in results["tests"] if "max_score" in test]
+
+
 def test_reference_scores_full_marks_in_gradescope_format(root, tmp_path):
     notebook = write_notebook(source_notebook(EXERCISE), tmp_path / "my work.ipynb")
     results = run_autograder(root, notebook)
-    assert results["score"] == 8 and len(results["tests"]) >= 8
-    assert results["output_format"] == "md" and results["visibility"] == "visible"
-    assert sum(test["max_score"] for test in results["tests"]) == 8
+    assert results["score"] == 8 and len(checks_of(results)) >= 8
+    # hidden until the due date: the checks and the total they make
+    assert results["output_format"] == "md" and results["visibility"] == "after_due_date"
+    assert sum(test["max_score"] for test in checks_of(results)) == 8
     for test in results["tests"]:
-        assert test["status"] == "passed" and test["visibility"] == "after_due_date"
-        assert test["output_format"] == "md"
+        assert test["status"] == "passed" and test["output_format"] == "md"
+        assert test["visibility"] == ("after_due_date" if "max_score" in test else "visible")
     extra = results["extra_data"]
     assert extra["exercise"] == EXERCISE and extra["checks_version"] == CHECKS_VERSION
     assert extra["status"] == "ok"
@@ -89,13 +95,24 @@ def test_reference_scores_full_marks_in_gradescope_format(root, tmp_path):
 
 def test_blank_and_missing_submissions_score_zero(root, release_of):
     blank = run_autograder(root, release_of(EXERCISE))
-    assert blank["score"] == 0 and all(t["status"] == "failed" for t in blank["tests"])
+    assert blank["score"] == 0 and all(t["status"] == "failed" for t in checks_of(blank))
     missing = run_autograder(root, None)
     assert missing["score"] == 0 and "no .ipynb file was submitted" in missing["output"]
     assert missing["extra_data"]["status"] == "invalid_notebook"
     loaded = program_of(read_json(release_of(EXERCISE)), EXERCISE)
     expected = submission_seed(EXERCISE, "4242", loaded.program)
     assert blank["extra_data"]["seed"] == expected, "seeded by user id (and the code)"
+
+
+def test_the_run_leaves_only_the_venv_open_to_others(root, release_of):
+    """Whatever Gradescope puts in /autograder (here also a file of its own) is locked away
+    from the child before it starts: the venv is the only entry other users may read."""
+    (root / "harness_notes.txt").write_text("{}")
+    (root / "harness_notes.txt").chmod(0o644)
+    run_autograder(root, release_of(EXERCISE))
+    for entry in root.iterdir():
+        open_to_others = entry.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+        assert bool(open_to_others) == (entry.name == "venv"), entry.name
 
 
 def test_markdown_output_cannot_be_escaped_by_backticks():

@@ -24,7 +24,6 @@ import pytest
 
 from autograder.core.errors import IsolationError
 from autograder.sandbox import isolation
-from autograder.sandbox.inside import seccomp
 from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
 
 LEVELS = ("jail", "uid", "uid-without-landlock", "docker", "docker-without-landlock", "landlock")
@@ -89,14 +88,16 @@ def reached(venv):
         listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         listener.bind(("127.0.0.1", 0))
         listener.settimeout(0.5)
+        datagrams = _datagram_listeners()  # as /dev/log or journald's: anyone may write
         python = sys.executable if level == "jail" else str(venv() / "bin" / "python")
         chosen, simulated, prefix = SIMULATED.get(level, (level, {}, []))
         env = {**os.environ, "ATTN_GRADE_ISOLATION": chosen, "ATTN_ADV_SECRET": marker}
         env |= simulated
         if level == "rlimits":
             env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
+        hosts = [str(listener.getsockname()[1]), datagrams["path"][1], datagrams["abstract"][1]]
         done = subprocess.run(
-            [*prefix, python, "-m", "tests.support.reach", chosen, str(listener.getsockname()[1])],
+            [*prefix, python, "-m", "tests.support.reach", chosen, *hosts, marker],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -110,6 +111,14 @@ def reached(venv):
         except TimeoutError:
             found["udp_received"] = ""
         listener.close()
+        found["datagrams_received"] = {}
+        for name, (sock, _) in datagrams.items():
+            try:
+                found["datagrams_received"][name] = sock.recv(100).decode()
+            except BlockingIOError:
+                pass
+            sock.close()
+        os.unlink(datagrams["path"][1])
         host_unix.close()
         os.unlink(marker)
         found["host_marker"] = marker
@@ -117,6 +126,21 @@ def reached(venv):
         return found
 
     return measure
+
+
+def _datagram_listeners() -> dict[str, tuple[socket.socket, str]]:
+    """Host datagram sockets the child must not reach: by path (world-writable) and by abstract
+    name; -> name -> (socket, address to give the child)."""
+    found = {}
+    path = tempfile.mktemp(prefix="attn-adv-dgram-", dir="/tmp")
+    abstract = os.path.basename(tempfile.mktemp(prefix="attn-adv-abstract-"))
+    for name, address, given in (("path", path, path), ("abstract", "\0" + abstract, abstract)):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(address)
+        sock.setblocking(False)
+        found[name] = (sock, given)
+    os.chmod(path, 0o777)
+    return found
 
 
 def _params(without: tuple[str, ...] = (), what: str = ""):
@@ -143,8 +167,35 @@ def test_real_work_still_runs(level, reached):
 @pytest.mark.parametrize("level", list(_params()))
 def test_no_other_abi(level, reached):
     found = reached(level)
-    assert str(found["i386_getpid"]).startswith("killed"), found["i386_getpid"]
-    assert str(found["x32_getpid"]).startswith("killed"), found["x32_getpid"]
+    killers = ("x32_getpid", "i386_getpid", "i386_socketcall")
+    assert {
+        name: found[name] for name in killers if "killed by SIGSYS" not in str(found[name])
+    } == {}
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_the_stack_works_beyond_the_reference_notebooks_paths(level, reached):
+    """Threads, fork, multiprocessing, shells, files, polling, asyncio, signals, limits and
+    figures: what the allowlist must keep (the reference notebooks are graded in the corpus)."""
+    legit = reached(level)["legit"]
+    assert {name: outcome for name, outcome in legit.items() if outcome != "ok"} == {}
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_a_call_outside_the_allowlist_is_not_implemented(level, reached):
+    """Before the allowlist: open_tree_attr and listmount (new calls) reached the kernel, and so
+    did inotify, SysV shared memory, POSIX queues, seccomp, Landlock and splice."""
+    unlisted = reached(level)["unlisted"]
+    assert {name: outcome for name, outcome in unlisted.items() if outcome != "ENOSYS"} == {}
+
+
+@pytest.mark.parametrize("level", list(_params()))
+def test_no_socket_address_reaches_the_host(level, reached):
+    """A socketpair's datagram socket reached host datagram sockets by path (sendto, connect,
+    sendmsg) at `uid` and `landlock`: every call that takes an address is refused."""
+    found = reached(level)
+    assert {name: got for name, got in found["addresses"].items() if got != "EPERM"} == {}
+    assert found["datagrams_received"] == {}
 
 
 @pytest.mark.parametrize("level", list(_params()))
@@ -178,23 +229,7 @@ def test_never_a_privileged_child(level, reached):
     identity = found["identity"]
     assert identity["uid"] != 0 and identity["euid"] != 0
     assert {k: v for k, v in identity["caps"].items() if k != "CapBnd" and v} == {}
-    assert found["privileged_acts"] == {"setuid0": "EPERM", "mknod": "EPERM"}
-
-
-def test_the_filter_refuses_every_other_abi_by_construction():
-    for machine in seccomp.MACHINES:
-        program = seccomp.program(machine)
-        load_arch, check_arch = program[0], program[1]
-        assert load_arch == (seccomp.LD_W_ABS, 0, 0, seccomp.OFFSET_ARCH)
-        code, jt, jf, k = check_arch
-        assert (code, jt, k) == (seccomp.JEQ_K, 0, seccomp.MACHINES[machine][0])
-        assert program[1 + 1 + jf] == (seccomp.RET_K, 0, 0, seccomp.RET_KILL_PROCESS)
-
-
-def test_an_unknown_machine_never_runs_without_the_filter(monkeypatch):
-    monkeypatch.setattr(os, "uname", lambda: os.uname_result(("Linux", "h", "6", "1", "riscv64")))
-    with pytest.raises(OSError, match="no seccomp policy"):
-        seccomp.install()
+    assert found["privileged_acts"] == {"chown_to_root": "EPERM", "mknod": "EPERM"}
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a root grader's choice")

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from autograder.nbgrader_plugins.feedback import RenderMathOffline, math_to_mathml
-from autograder.nbgrader_plugins.sanitize import clean_student_html, neutralise_tex
+from autograder.nbgrader_plugins.allow_list import clean_student_html
+from autograder.nbgrader_plugins.feedback import RenderMathOffline
+from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 
 OVERLAY = (
     r"$\style{position:fixed;top:0;left:0;width:100%;height:100%;background:white}"
@@ -71,3 +72,53 @@ def test_tex_macros_that_reach_css_links_or_extensions_are_shown_as_text():
     assert neutralise_tex(source) == (
         r"$\text{style}{color:red}{x} \text{href}{javascript:x}{y} \text{require}{html} \stylish$"
     )
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        '<a href="jav&#x61;script:alert(1)">a</a>',
+        '<a href="java&#9;script:alert(1)">a</a>',
+        '<a href=" JaVaScRiPt:alert(1)">a</a>',
+        '<a href="data:text/html,x">a</a>',
+        '<a href="vbscript:msgbox(1)">a</a>',
+        '<a href="/api/contents/x">a relative link, into the server</a>',
+        '<a href="java%09script:alert(1)">a</a>',
+    ],
+)
+def test_links_keep_only_http_mailto_or_the_page(html):
+    assert "href" not in clean_student_html(html)
+
+
+@pytest.mark.parametrize(
+    "mathml",
+    [
+        '<math><mfrac linethickness="60em"><mi>a</mi><mi>b</mi></mfrac></math>',
+        '<math><mfrac linethickness="840px"><mi>a</mi><mi>b</mi></mfrac></math>',
+        '<math><mfrac linethickness="5000%"><mi>a</mi><mi>b</mi></mfrac></math>',
+        '<math><mstyle scriptlevel="-30"><mi>W</mi></mstyle></math>',
+        '<math><mstyle scriptlevel="-1"><mi>W</mi></mstyle></math>',
+    ],
+)
+def test_mathml_cannot_draw_a_block_or_grow_a_font(mathml):
+    html = clean_student_html(mathml)
+    assert "linethickness" not in html and "scriptlevel" not in html, html
+
+
+def test_thin_lines_and_small_scripts_stay():
+    html = clean_student_html(
+        '<math><mfrac linethickness="0"><mi>a</mi><mi>b</mi></mfrac>'
+        '<mfrac linethickness="0.1em"><mi>a</mi><mi>b</mi></mfrac>'
+        '<mstyle scriptlevel="1"><mi>x</mi></mstyle></math>'
+    )
+    assert 'linethickness="0"' in html and 'linethickness="0.1em"' in html
+    assert 'scriptlevel="1"' in html
+
+
+@pytest.mark.parametrize(
+    "source",
+    [r"$&#92;style{color:red}{x}$", r"$&bsol;style{color:red}{x}$", r"$&#x5C;href{j}{x}$",
+     r"$&#092;class{c}{x}$", r"$&amp;#92;cssId{f}{x}$", r"$&#92style{color:red}{x}$"],
+)  # fmt: skip
+def test_tex_macros_written_with_an_entity_backslash_are_shown_as_text(source):
+    assert r"\text{" in neutralise_tex(source), neutralise_tex(source)

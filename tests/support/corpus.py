@@ -223,6 +223,24 @@ _NET = _exfiltrate(
     "        found.append(type(error).__name__)\n"
 )
 
+# The one socket the child may make, aimed at the host's world-writable datagram socket: by
+# sendto, by connect then send, by sendmsg, and from a stream pair by connect
+_SOCKETPAIR = _exfiltrate(
+    "import socket\n"
+    "path = '@SOCKDIR@/dgram.sock'\n"
+    "def attempts(sock):\n"
+    "    yield 'sendto', lambda: sock.sendto(b'@MARKER@', path)\n"
+    "    yield 'connect', lambda: (sock.connect(path), sock.send(b'@MARKER@'))\n"
+    "    yield 'sendmsg', lambda: sock.sendmsg([b'@MARKER@'], [], 0, path)\n"
+    "for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):\n"
+    "    for how, attempt in attempts(socket.socketpair(socket.AF_UNIX, kind)[0]):\n"
+    "        try:\n"
+    "            attempt()\n"
+    "            found.append(('sent', how))  # the listener says if it arrived\n"
+    "        except Exception as error:\n"
+    "            found.append(type(error).__name__)\n"
+)
+
 _SPAWN_CPU = """import subprocess, sys
 hogs = [subprocess.Popen([sys.executable, "-S", "-c", "while True: pass", "@MARKER@"])
         for _ in range({count})]
@@ -370,6 +388,14 @@ ENTRIES: tuple[Entry, ...] = (
         EX1,
         (_NET.format(which="1:2"),),
         fallback=True,
+    ),
+    Entry(
+        "net_socketpair_to_host_datagram",
+        "network",
+        EX1,
+        (_SOCKETPAIR,),
+        fallback=True,
+        what="a socketpair's socket given the host socket's path: at uid it got through",
     ),
     Entry("net_abstract_socket", "network", EX1, (_NET.format(which="2:3"),), fallback=True),
     Entry("net_tcp_loopback_and_host", "network", EX1, (_NET.format(which="3:5"),), fallback=True),

@@ -1,8 +1,10 @@
 """What a sandbox child can reach, measured from inside it at one isolation level.
 
-Run as `python -m tests.support.reach LEVEL UDP_PORT` (with the interpreter the level needs);
-prints one JSON object: each probe's outcome ("open" when the kernel let it through, else the
-errno name, "killed" when the child died of it). Used by test_perimeter_kernel.py.
+Run as `python -m tests.support.reach LEVEL UDP_PORT DGRAM_PATH ABSTRACT_NAME STREAM_PATH` (with
+the interpreter the level needs; the last three name host listeners: a datagram socket by path
+and by abstract name, a stream socket by path); prints one JSON object: each probe's outcome
+("open" when the kernel let it through, else the errno name, "killed" when the child died of
+it), with the system call battery of `reach_calls.py`. Used by test_perimeter_kernel.py.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from autograder.grading.submission import ProgramCell, StudentError, Submission
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import SandboxDied
+from tests.support.reach_calls import CALL_PROBES
 
 PROBES = r"""
 import ctypes, errno, mmap, os, socket
@@ -28,11 +31,17 @@ def _syscall(nr, *args):
     result = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
     return "open" if result >= 0 else _errno_name(ctypes.get_errno())
 
-def i386_getpid():
+def _i386(nr):
     page = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
-    page.write(bytes([0x53, 0xB8, 20, 0, 0, 0, 0xCD, 0x80, 0x5B, 0xC3]))  # int 0x80: getpid
+    page.write(bytes([0x53, 0xB8, nr, 0, 0, 0, 0xCD, 0x80, 0x5B, 0xC3]))  # int 0x80: eax = nr
     address = ctypes.addressof(ctypes.c_char.from_buffer(page))
     return ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+
+def i386_getpid():
+    return _i386(20)
+
+def i386_socketcall():  # the 32-bit ABI's one door to every socket call
+    return _i386(102)
 
 def x32_getpid():
     return _syscall(0x40000000 | 39)
@@ -104,11 +113,12 @@ def identity():
 
 def privileged_acts():
     found = {}
+    open("mine", "w").close()
     try:
-        os.setuid(0)
-        found["setuid0"] = "open"
+        os.chown("mine", 0, 0)
+        found["chown_to_root"] = "open"
     except OSError as error:
-        found["setuid0"] = _errno_name(error.errno)
+        found["chown_to_root"] = _errno_name(error.errno)
     try:
         os.mknod("node", 0o600 | 0o020000, os.makedev(1, 3))
         found["mknod"] = "open"
@@ -146,16 +156,21 @@ def _outcome(submission: Submission, name: str, *args) -> object:
 
 
 def main() -> None:
-    level, udp_port = sys.argv[1], int(sys.argv[2])
+    level, udp_port, listeners = sys.argv[1], int(sys.argv[2]), sys.argv[3:6]
     chosen = isolation.choose(level)
-    with Submission([ProgramCell("cell 1", PROBES)], Limits(), level=chosen) as submission:
+    cells = [ProgramCell("cell 1", PROBES), ProgramCell("cell 2", CALL_PROBES)]
+    with Submission(cells, Limits(), level=chosen) as submission:
         found = {"level": chosen.describe()}
         for name in ("work", "identity", "privileged_acts", "surface", "socketpair_works"):
             found[name] = _outcome(submission, name)
+        found["legit"] = _outcome(submission, "legit")
+        found["unlisted"] = _outcome(submission, "unlisted")
+        found["addresses"] = _outcome(submission, "addresses", *listeners)
         found["sockets"] = _outcome(submission, "sockets", udp_port)
         found["proc_net"] = _outcome(submission, "proc_net", os.getpid())
-        found["x32_getpid"] = _outcome(submission, "x32_getpid")
-        found["i386_getpid"] = _outcome(submission, "i386_getpid")  # last: it kills the child
+        # last: each kills the child (the submission starts a new one for the next)
+        for name in ("x32_getpid", "i386_getpid", "i386_socketcall"):
+            found[name] = _outcome(submission, name)
     print(json.dumps(found))
 
 

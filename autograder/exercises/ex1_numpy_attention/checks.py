@@ -215,16 +215,31 @@ def test_sdpa_uses_numpy_only(submission, mistakes, rng):
         mistake=mistakes["torch_inside_numpy"],
     )
     Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
+    mask = random_bool_mask(rng, (3, 5))
     submission.call("scaled_dot_product_attention", Q, K, V)  # an unfilled stub says so
     function = submission.module_getattr("scaled_dot_product_attention")
-    try:  # torch reached some other way (importlib, __import__) fails here
-        value = submission.probe("without_torch", function, Q, K, V)
-    except StudentError as error:
-        fail(
-            f"scaled_dot_product_attention raised {error.type} when PyTorch could not be "
-            f"imported ({error.message[:120]}); use NumPy only here",
-            mistake=mistakes["torch_dynamic_import"] if "torch" in error.message else None,
+    # The evidence: called with PyTorch out of reach (unimportable, every torch module it can
+    # reach poisoned, every torch operation refused), it must still answer, having used none.
+    try:
+        value, used = expect_tuple(
+            submission.probe("without_torch", function, Q, K, V, mask), 2, "without_torch"
         )
+    except StudentError as error:
+        imported = error.type == "ModuleNotFoundError" and "torch" in error.message
+        refused = "out of reach" in error.message
+        fail(
+            f"scaled_dot_product_attention raised {error.type} when PyTorch was out of reach "
+            f"({error.message[:160]}); use NumPy only here",
+            mistake=mistakes["torch_dynamic_import"]
+            if imported
+            else (mistakes["torch_inside_numpy"] if refused else None),
+        )
+    ensure(
+        not used,
+        f"scaled_dot_product_attention used PyTorch ({', '.join(map(str, used))[:160]}) when "
+        "it was out of reach; use NumPy only here",
+        mistake=mistakes["torch_inside_numpy"],
+    )
     out, weights = expect_tuple(value, 2, "scaled_dot_product_attention")
     for name, value in (("output", out), ("weights", weights)):
         as_array(value, f"the {name} of scaled_dot_product_attention", allow=("ndarray",))

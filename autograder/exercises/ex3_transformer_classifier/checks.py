@@ -54,6 +54,7 @@ ORDER_ATOL = 1e-4
 LEARN = {"n_train": 1500, "n_test": 2000, "seq_len": 12, "vocab_size": 20}
 LEARN_TRAINING = {"epochs": 4, "batch_size": 50, "lr": 1e-3}
 MIN_ACCURACY = 0.85
+ENCODER = "torch.nn.modules.transformer.TransformerEncoder"
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -392,6 +393,10 @@ def test_transformer_classifier_mean_pools_encoder_output(submission, mistakes, 
 
 @check(points=0.25, grade_id="check_transformer_classifier")
 def test_transformer_classifier_uses_positions(submission, mistakes, rng, seed):
+    """Reversing the tokens changes the logits, and the order reaches the encoder: the input of
+    `encoder` (an nn.TransformerEncoder that forward runs, seen by a hook) for the reversed
+    tokens is not the reversed input for the tokens (positions are added before it). What
+    changes the logits must be positions the encoder sees, not another order-dependent path."""
     model, x, config, what = classifier(submission, rng, seed)
     rows = [rng.permutation(config["vocab_size"])[: x.shape[1]] for _ in range(len(x))]
     x = torch.from_numpy(np.stack(rows))  # distinct tokens within each row
@@ -402,6 +407,43 @@ def test_transformer_classifier_uses_positions(submission, mistakes, rng, seed):
         "add the positional encoding to the embeddings so the encoder can tell positions apart",
         mistake=mistakes["no_positional_encoding"],
     )
+    inputs = [encoder_input(submission, model, tokens, what) for tokens in (x, x.flip(1))]
+    batch, length = x.shape
+    axis = 1 if inputs[0].shape[:2] == (batch, length) else 0  # (L, B, d) without batch_first
+    moved = largest_change(np.flip(inputs[0], axis=axis), inputs[1])
+    ensure(
+        moved > ORDER_ATOL,
+        f"{what}: the encoder's input for the reversed tokens is the reversed input for the "
+        f"tokens (they differ by {moved:.3g}): no position information reaches the encoder; "
+        "add the positional encoding to the embeddings before the encoder",
+        mistake=mistakes["no_positional_encoding"],
+    )
+
+
+def encoder_input(submission, model: Handle, x: torch.Tensor, what: str) -> np.ndarray:
+    """What `model.encoder` (a real nn.TransformerEncoder) received when forward(x) ran it."""
+    seen = submission.probe("inputs_through", model, "encoder", x)
+    seen = seen if isinstance(seen, dict) else {}
+    kind, runs = seen.get("class"), seen.get("runs")
+    ensure(
+        runs == ENCODER,
+        f"{what}.encoder should be an nn.TransformerEncoder running its own forward, got "
+        f"{kind}" + (" with a forward of its own" if kind == ENCODER else ""),
+    )
+    inputs = seen.get("inputs")
+    inputs = inputs if isinstance(inputs, list) else []
+    ensure(
+        len(inputs) > 0,
+        f"{what}: forward(x) never ran self.encoder (a hook on it saw nothing); the positions "
+        "must reach the logits through the encoder",
+    )
+    first = as_array(inputs[0], f"the input of {what}.encoder", allow=("tensor",))
+    ensure(
+        first.ndim == 3 and sorted(first.shape[:2]) == sorted(x.shape),
+        f"{what}: self.encoder received an input of shape {first.shape} for tokens of shape "
+        f"{tuple(x.shape)}; it should get the embedded tokens with their positions",
+    )
+    return first
 
 
 @check(
@@ -565,6 +607,10 @@ def test_train_classifier_returns_sample_weighted_epoch_losses(submission, mista
 
 @check(points=0.5, grade_id="check_train_classifier")
 def test_train_classifier_seeded(submission, mistakes, rng, seed):
+    """Judged on what the training does, not only on what it reports: with the same starting
+    weights, the same seed feeds the model the same batches in the same order (a recording
+    wrapper sees them) and ends with the same weights whatever the global random state, and
+    another seed feeds another order; the returned histories agree with that."""
     vocab, length = distinct_sizes(rng, 2, 4, 9)
     n, own = int(rng.integers(50, 70)), int(rng.integers(0, 10_000))
     X = torch.from_numpy(rng.integers(0, vocab, size=(n, length)))
@@ -572,18 +618,29 @@ def test_train_classifier_seeded(submission, mistakes, rng, seed):
     fresh = linear_model(submission, rng, vocab, length, scale=0.5)[1]
     kwargs = {"epochs": 3, "batch_size": int(rng.integers(5, 9)), "lr": 0.05}
     what = f"train_classifier(model, X, y, {shown(kwargs)}, seed=...)"
-    runs = []
+    runs, seen, trained = [], [], []
     # The same starting weights every time; before each run the child's global RNGs are put in
     # another state, which a train_classifier seeded by its own `seed` does not notice.
-    recorder = None  # the first run's model records the batches it is trained on
     for global_seed, own_seed in ((seed, own), (seed + 1, own), (seed + 2, own + 1)):
-        model = fresh()
-        if recorder is None:
-            model = recorder = submission.probe("batch_recorder", model)
+        recorder = submission.probe("batch_recorder", fresh())
         submission.seed(global_seed)
-        runs.append(train(submission, model, X, y, what, **kwargs, seed=own_seed))
+        runs.append(train(submission, recorder, X, y, what, **kwargs, seed=own_seed))
+        fed = recorder.getattr("seen")
+        seen.append(fed if isinstance(fed, list) else [])
+        trained.append(weights_of(recorder))
     ignores = mistakes["train_ignores_seed"]
-    expect_reshuffled(recorder.getattr("seen"), n, kwargs["epochs"], what, mistakes["shuffle_once"])
+    ensure(
+        len(seen[0]) >= n * kwargs["epochs"],
+        f"{what} fed the model {len(seen[0])} samples in training mode; it should train it on "
+        f"each of the {n} samples once per epoch ({kwargs['epochs']} epochs)",
+    )
+    expect_reshuffled(seen[0], n, kwargs["epochs"], what, mistakes["shuffle_once"])
+    ensure(
+        seen[0] == seen[1],
+        f"{what} fed the samples in another order for the same seed after the global random "
+        "state changed: shuffle with a generator seeded by `seed`",
+        mistake=ignores,
+    )
     ensure(
         np.allclose(runs[0], runs[1], rtol=1e-6, atol=1e-9),
         f"{what} should return the same losses for the same seed and starting weights whatever "
@@ -591,10 +648,27 @@ def test_train_classifier_seeded(submission, mistakes, rng, seed):
         mistake=ignores,
     )
     ensure(
-        runs[0] != runs[2],
-        f"{what} should shuffle differently for another seed, but seeds {own} and {own + 1} "
-        f"gave the same losses {runs[0]}",
+        same_weights(trained[0], trained[1]),
+        f"{what} left other weights for the same seed and starting weights after the global "
+        "random state changed: everything random in the training should come from `seed`",
         mistake=ignores,
+    )
+    ensure(
+        seen[0] != seen[2] and runs[0] != runs[2],
+        f"{what} should shuffle differently for another seed, but seeds {own} and {own + 1} "
+        f"gave the same {'order' if seen[0] == seen[2] else 'losses'}",
+        mistake=ignores,
+    )
+
+
+def same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return (
+        bool(a)
+        and a.keys() == b.keys()
+        and all(
+            a[key].shape == b[key].shape and torch.allclose(a[key], b[key], rtol=1e-6, atol=1e-8)
+            for key in a
+        )
     )
 
 

@@ -612,6 +612,7 @@ def test_generate_runs_without_gradients(submission, mistakes, rng):
             modes,
             f"generate(model, prompt, {n_new}, use_cache={use_cache})",
             with_gradients=mistakes["generate_with_gradients"],
+            samples=len(prompt) * n_new,  # every new token of every row needs a forward pass
         )
 
 

@@ -4,39 +4,66 @@ Started by the supervisor as `python -s child.py REQUEST_FD RESPONSE_FD` in a fr
 directory, with limits already applied. Requests and responses are wire frames; see wire.py.
 """
 
-import ast
 import builtins
-import io
 import linecache
 import os
 import sys
 import types
 import warnings
 
+import display
 import failures
+import module_probes
+import numpy_only
 import probes
 import remote
 import shell
+import trusted
 import wire
 from failures import cell_filename, describe, stopped_earlier
 from shell import Shell, ipython_to_python
 
+# The server's and the snapshot's own builtins, as they were before any student code ran (a
+# notebook's `builtins.sorted = ...` must not blind the tamper check).
+globals()["__builtins__"] = trusted.BUILTINS
+
 MAX_REPR = 200
-# What one demo cell may show (the parent checks again: the child is not trusted with limits).
-DISPLAY_TEXT = 32 * 1024
-DISPLAY_FIGURES = 8
-DISPLAY_PIXELS = 1600  # longest side of a rendered figure
 
 
 def _runtime_parts() -> dict:
     """The grader's own code in this process, by name: the probes, the wire format and the
     server. A notebook that replaces or patches any of them is tampering with the grader."""
-    names = ("probes", "wire", "failures", "shell", "remote")
+    names = (
+        "display",
+        "probes",
+        "wire",
+        "failures",
+        "shell",
+        "trusted",
+        "module_probes",
+        "numpy_only",
+        "remote",
+    )
     parts = {f"module {name}": sys.modules.get(name) for name in names}
+    for module in (probes, trusted, module_probes, numpy_only):
+        parts[f"{module.__name__}.__builtins__"] = vars(module).get("__builtins__")
+    parts["child.__builtins__"] = globals().get("__builtins__")
+    parts.update(trusted.parts())  # what the probes took from torch, and where it came from
     parts["probes.PROBES"] = probes.PROBES
     for name, probe in list(probes.PROBES.items()):
         parts[f"probe {name}"] = probe
-    for owner in (probes, wire, failures, shell, remote, Server):
+    for owner in (
+        display,
+        probes,
+        wire,
+        failures,
+        shell,
+        trusted,
+        module_probes,
+        numpy_only,
+        remote,
+        Server,
+    ):
         for name, value in list(vars(owner).items()):
             if callable(value) and not name.startswith("__"):
                 parts[f"{owner.__name__}.{name}"] = value
@@ -83,112 +110,6 @@ class Integrity:
             if current is not value or _code_of(current) is not self._codes[name]:
                 found.append(name)
         return sorted(found)[:10]
-
-
-class BoundedText(io.TextIOBase):
-    """stdout/stderr of a demo cell: keeps the first `limit` characters, counts the rest."""
-
-    def __init__(self, limit: int):
-        self.parts: list[str] = []
-        self.limit, self.size, self.dropped = limit, 0, 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text) -> int:
-        text = str(text)
-        room = max(self.limit - self.size, 0)
-        self.parts.append(text[:room])
-        self.size += min(len(text), room)
-        self.dropped += max(len(text) - room, 0)
-        return len(text)
-
-    def take(self) -> str:
-        text, self.parts = "".join(self.parts), []
-        return text
-
-
-class Display:
-    """Runs one demo cell as Jupyter's inline backend would show it: printed text, the figures
-    shown or left open, and the cell's last expression (a Figure, or its repr)."""
-
-    def __init__(self, namespace: dict):
-        self.namespace = namespace
-        self.outputs: list[dict] = []
-        self.pngs: list[bytes] = []
-        self.shown: set[int] = set()
-        self.text = BoundedText(DISPLAY_TEXT)
-
-    def flush_text(self) -> None:
-        text = self.text.take()
-        if text:
-            self.outputs.append({"type": "stream", "text": text})
-
-    def figure(self, figure) -> None:
-        if id(figure) in self.shown:
-            return
-        self.shown.add(id(figure))
-        self.flush_text()
-        if len(self.pngs) >= DISPLAY_FIGURES:
-            self.outputs.append({"type": "note", "text": "more figures than are shown"})
-            return
-        width, height = figure.get_size_inches()
-        dpi = min(72.0, DISPLAY_PIXELS / max(width, height, 0.01))
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
-        self.outputs.append({"type": "png", "blob": len(self.pngs)})
-        self.pngs.append(buffer.getvalue())
-
-    def open_figures(self, pyplot) -> None:
-        for number in pyplot.get_fignums():
-            self.figure(pyplot.figure(number))
-        pyplot.close("all")
-
-    def run(self, source: str, filename: str) -> None:
-        import matplotlib
-
-        matplotlib.use("agg", force=True)
-        import matplotlib.pyplot as pyplot
-        from matplotlib.figure import Figure
-
-        try:
-            tree = ast.parse(source, filename)
-        except SyntaxError:  # magics such as %matplotlib inline: plain Python first
-            tree = ast.parse(ipython_to_python(source), filename)
-        last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        if last is not None:
-            tree.body.pop()
-        pyplot.close("all")  # as Jupyter's inline backend: each cell shows its own figures
-        show, pyplot.show = pyplot.show, lambda *args, **kwargs: self.open_figures(pyplot)
-        streams = sys.stdout, sys.stderr
-        sys.stdout = sys.stderr = self.text
-        try:
-            exec(compile(tree, filename, "exec"), self.namespace)
-            if last is not None:
-                value = eval(compile(ast.Expression(last.value), filename, "eval"), self.namespace)
-                if isinstance(value, Figure):
-                    self.figure(value)
-                elif value is not None:
-                    self.flush_text()
-                    self.outputs.append({"type": "result", "text": repr(value)[:DISPLAY_TEXT]})
-        except BaseException as error:  # noqa: BLE001 - student code may raise anything
-            self.flush_text()
-            described = describe(error)
-            self.outputs.append(
-                {"type": "error", "text": f"{described['type']}: {described['message']}"}
-            )
-        finally:
-            sys.stdout, sys.stderr = streams
-            pyplot.show = show
-            try:
-                self.open_figures(pyplot)
-            except BaseException as error:  # noqa: BLE001 - a figure that cannot be drawn
-                self.outputs.append({"type": "error", "text": f"{type(error).__name__}: {error}"})
-            self.flush_text()
-            if self.text.dropped:
-                self.outputs.append(
-                    {"type": "note", "text": f"{self.text.dropped} more characters not shown"}
-                )
 
 
 class Server:
@@ -296,10 +217,10 @@ class Server:
         filename = cell_filename(header)
         source = header["source"]
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        display = Display(self.namespace)
-        display.run(source, filename)
+        shown = display.Display(self.namespace)
+        shown.run(source, filename)
         notes, self.notes[:] = list(self.notes), []
-        return {"outputs": display.outputs, "notes": notes, "$blobs": display.pngs}
+        return {"outputs": shown.outputs, "notes": notes, "$blobs": shown.pngs}
 
     def op_call(self, header, blobs):
         target = self._target(header, blobs)
@@ -383,6 +304,7 @@ def main() -> None:
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
     remote.CHANNEL = remote.Channel(server, requests, responses)
+    trusted.capture()  # torch's references for the probes, before the notebook's first cell
     server._integrity_changed = Integrity().changed
     while True:
         try:

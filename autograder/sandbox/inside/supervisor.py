@@ -8,8 +8,8 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
   is given (the supervisor itself stays out of the child's reach), pinned to one CPU when no
   cgroup limits it, and, where the kernel has it, in a Landlock domain (writes only in the
   working directory, reads only where Python lives, no TCP, no signals to processes outside
-  the sandbox), and always under the seccomp policy of `seccomp.py` (no other ABI, no socket(),
-  no namespaces, no io_uring, ...);
+  the sandbox), and always under the seccomp policy of `seccomp.py` (an allowlist: no other
+  ABI, no socket() nor any socket address, no namespaces, no io_uring, ...);
 - reports `started` and `exited` events as JSON lines on stdout;
 - on `reap`, SIGKILLs every descendant but the child (nothing a request started outlives it)
   and reports `reaped`;
@@ -326,7 +326,6 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
             drop_privileges(config["uid"])
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
-        seccomp.install()  # every level: no other ABI, no socket(), no namespaces, ...
         if ruleset is not None:
             add_rules(ruleset, config["landlock_abi"], own_proc_entries(os.getpid()), READ_RIGHTS)
             add_rules(
@@ -337,6 +336,8 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
             )
             if libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        # every level, last: from here on only the calls the policy allows (execve is one)
+        seccomp.install()
         os.execve(config["argv"][0], config["argv"], config["env"])
     except BaseException as error:  # noqa: BLE001 - report anything, never return
         os.write(2, f"sandbox child failed to start: {error!r}\n".encode())
