@@ -326,10 +326,21 @@ def split_case(rng, frac: float, context_len: int):
     ceil(frac·N) has one meaning whatever the rounding."""
     while True:
         n_windows = int(rng.integers(40, 130))
-        if abs(frac * n_windows - round(frac * n_windows)) > 1e-6:
+        if not near_integer(frac * n_windows):
             break
     tokens = torch.from_numpy(rng.integers(0, 30, size=n_windows + context_len))
     return ref.make_windows(tokens, context_len)
+
+
+def near_integer(value: float) -> bool:
+    return abs(value - round(value)) <= 1e-9
+
+
+def fraction_for(rng, n_windows: int, choices: tuple[float, ...]) -> float:
+    """One of `choices` whose product with n_windows is not an integer (the contract: checks
+    never draw a holdout_frac and N whose product is within 1e-9 of one)."""
+    allowed = [frac for frac in choices if not near_integer(frac * n_windows)]
+    return float(rng.choice(allowed))
 
 
 @check(points=0.75, grade_id="check_split_holdout")
@@ -338,25 +349,28 @@ def test_split_holdout_exact(submission, mistakes, rng):
         context_len = int(rng.integers(3, 10))
         X, Y = split_case(rng, 0.1 if frac is None else frac, context_len)
         judge_split(submission, mistakes, X, Y, frac)
-    # the edges: one test window, none (holdout_frac = 0), and too few windows to keep any
-    # training window apart from the test ones
+    # the edges the contract allows (0 < holdout_frac < 1): one test window, and too few
+    # windows to keep any training window apart from the test ones
     context_len = int(rng.integers(5, 10))
     X, Y = split_case(rng, 0.5, context_len)
     judge_split(submission, mistakes, X, Y, 0.5 / len(X))
-    judge_split(submission, mistakes, X, Y, 0.0)
     # (a negative gap between train and test must give no training window, not a slice from
     # the end: context_len >= 7 so that X[:gap] would not be empty)
     context_len = int(rng.integers(7, 12))
     tokens = torch.from_numpy(rng.integers(0, 30, size=2 * context_len - 2))
     X, Y = ref.make_windows(tokens, context_len)  # context_len - 2 windows
-    judge_split(submission, mistakes, X, Y, 0.3)
+    judge_split(submission, mistakes, X, Y, fraction_for(rng, len(X), (0.3, 0.35)))
     tokens = torch.from_numpy(rng.integers(0, 30, size=2 * context_len + 3))
     X, Y = ref.make_windows(tokens, context_len)  # context_len + 3 windows, half of them test
-    judge_split(submission, mistakes, X, Y, 0.5)
+    judge_split(submission, mistakes, X, Y, fraction_for(rng, len(X), (0.45, 0.5, 0.55)))
 
 
 def judge_split(submission, mistakes, X, Y, frac: float | None) -> None:
     kwargs = {} if frac is None else {"holdout_frac": frac}
+    if not (0 < (0.1 if frac is None else frac) < 1) or near_integer(
+        (0.1 if frac is None else frac) * len(X)
+    ):
+        raise ValueError(f"holdout_frac={frac} on {len(X)} windows is outside the contract")
     n_test = math.ceil((0.1 if frac is None else frac) * len(X))
     what = (
         f"split_holdout on {len(X)} windows of length {X.shape[1]}"
