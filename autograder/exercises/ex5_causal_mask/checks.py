@@ -809,11 +809,14 @@ def judge_accuracy(submission, mistakes, rng, model, x: np.ndarray, vocab: int) 
         f"{what} should return a Python float, got {getattr(value, 'type', type(value).__name__)}",
     )
     if not abs(value - expected) <= 1e-6:
+        # what the forward passes saw decides first: a model run in training mode can score
+        # what the last positions alone score, by chance
+        ran_training = isinstance(modes, dict) and isinstance(modes.get("training"), int)
         named = None
-        if abs(value - float(np.mean(hit[:, -1]))) <= 1e-6:
-            named = mistakes["accuracy_last_position_only"]
-        elif model.getattr("training") is True:
+        if ran_training and modes["training"] > 0:
             named = mistakes["accuracy_in_train_mode"]
+        elif abs(value - float(np.mean(hit[:, -1]))) <= 1e-6:
+            named = mistakes["accuracy_last_position_only"]
         fail(
             f"{what} should be {distinguish(value, expected)[1]}: the model's argmax equals the "
             f"target at {int(hit.sum())} of {hit.size} positions; got "

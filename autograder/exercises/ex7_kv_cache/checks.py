@@ -186,7 +186,10 @@ on_the_contracts_cache = on_the_contracts("KVCache", ref.KVCache, wrong_cache)
 
 @check(points=1.0, grade_id="check_kv_cache")
 def test_kv_cache_appends_along_time(submission, mistakes, rng):
-    batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
+    while True:  # no axis but time as long as the two appends together (len names the axis)
+        batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
+        if first + second not in (batch, heads, head_dim):
+            break
     k1, v1 = (torch.from_numpy(rng.normal(size=(batch, heads, first, head_dim))) for _ in "kv")
     k2, v2 = (torch.from_numpy(rng.normal(size=(batch, heads, second, head_dim))) for _ in "kv")
     cache = submission.call("KVCache")

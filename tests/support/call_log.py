@@ -1,0 +1,85 @@
+"""Every call a grading makes to the notebook, with the shapes of its arguments: does each
+function and method of the contract get called more than once, with other calls between, on
+different shapes (the second input class of the validity issue: state kept between calls shows
+only then)?"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from autograder.grading.handle import Handle
+from autograder.grading.submission import Submission
+
+SETUP = {"eval", "train", "load_state_dict", "state_dict", "requires_grad_", "parameters"}
+
+
+def signature(value: Any) -> object:
+    """What tells two inputs apart for this purpose: shapes of arrays, lengths of sequences."""
+    if isinstance(value, torch.Tensor | np.ndarray):
+        return ("array", tuple(value.shape))
+    if isinstance(value, Handle):
+        return ("object", value.name)
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, len(value), tuple(signature(v) for v in value[:3]))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((k, signature(v)) for k, v in value.items())))
+    return ("value", repr(value)[:40])
+
+
+@dataclass
+class CallLog:
+    """name -> [(position in the grading, instance or None, signature of the arguments)]"""
+
+    calls: dict[str, list[tuple[int, int | None, object]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    count: int = 0
+
+    def record(self, target: dict, method: str | None, args: tuple, kwargs: dict, owner) -> None:
+        self.count += 1
+        if "$global" in target:
+            name, instance = str(target["$global"]), None
+        else:
+            name = f"{str(owner or '?').rsplit('.', 1)[-1]}.{method or 'forward'}"
+            instance = int(target["$handle"])
+        if name.rsplit(".", 1)[-1] in SETUP:
+            return
+        arguments = (tuple(signature(a) for a in args), signature(dict(kwargs)))
+        self.calls[name].append((self.count, instance, arguments))
+
+    def interleaved(self, name: str) -> bool:
+        """Called at least twice on different arguments, with another call between two of its
+        calls; a method, on one object."""
+        calls = self.calls.get(name, [])
+        groups: dict[int | None, list] = defaultdict(list)
+        for position, instance, arguments in calls:
+            groups[instance].append((position, arguments))
+        return any(
+            len({a for _, a in group}) >= 2
+            and any(b - a > 1 for (a, _), (b, _) in itertools.pairwise(group))
+            for group in groups.values()
+        )
+
+
+@contextlib.contextmanager
+def logged_calls() -> Iterator[CallLog]:
+    log = CallLog()
+    original = Submission._call
+
+    def call(self, target, method, args, kwargs, **options):  # type: ignore[no-untyped-def]
+        log.record(target, method, args, kwargs, options.get("owner"))
+        return original(self, target, method, args, kwargs, **options)
+
+    Submission._call = call  # type: ignore[method-assign]
+    try:
+        yield log
+    finally:
+        Submission._call = original  # type: ignore[method-assign]
