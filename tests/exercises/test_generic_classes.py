@@ -5,8 +5,9 @@
 - state that survives between calls: the message says that something was kept between calls
   (the check passes when every call starts from a fresh run of the notebook's cells).
 
-Each variant is wrong only in that way, and is not a catalogued mistake (those are named by the
-catalogue, tests/exercises/test_mistakes.py): what is tested is the generic diagnosis."""
+Each variant is no catalogued mistake (those are named by the catalogue, whose breakers ignore
+every argument one at a time: tests/exercises/test_mistakes.py), so that what is tested is the
+generic diagnosis: some are wrong in a second way too."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from autograder.exercises import short_name
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 
-ROPE = """
+ROPE_REVERSED_DEFAULT_BASE = """
 def apply_rope(x, offset=0, base=10000.0):
     half = x.shape[-1] // 2
-    theta = rope_frequencies(x.shape[-1]{base})
+    theta = rope_frequencies(x.shape[-1])
     positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
-    angles = positions[:, None] * theta[None, :]
+    angles = -positions[:, None] * theta[None, :]
     cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
     first, second = x[..., :half], x[..., half:]
     return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
@@ -32,7 +33,7 @@ IGNORED = [
     (
         "ex6_rope",
         "apply_rope",
-        ROPE.format(base=""),
+        ROPE_REVERSED_DEFAULT_BASE,
         "test_apply_rope_matches_the_formula",
         "base",
     ),
@@ -43,7 +44,7 @@ IGNORED = [
 def discretize_sine(n_points, n_bins=50, period=50.0):
     t = torch.arange(n_points, dtype=torch.float64)
     v = torch.sin(2 * math.pi * t / 50.0)
-    return torch.clamp(torch.floor((v + 1) / 2 * n_bins), max=n_bins - 1).long()
+    return torch.clamp(torch.round((v + 1) / 2 * n_bins), max=n_bins - 1).long()
 """,
         "test_discretize_sine_bins",
         "period",
@@ -53,23 +54,31 @@ def discretize_sine(n_points, n_bins=50, period=50.0):
         "kv_cache_mib",
         """
 def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
-    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, batch_size) / 2**20
+    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, batch_size) / 1e6
 """,
         "test_kv_cache_mib",
         "bytes_per_element",
     ),
     (
-        "ex8_additive_attention",
-        "make_pointer_task",
+        "ex4_gqa_analysis",
+        "gqa_report",
         """
-def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    annotations = torch.randn(n_samples, 8, dim, generator=generator)
-    states = torch.randn(n_samples, dim, generator=generator)
-    targets = torch.einsum("nsd,nd->ns", annotations, states).argmax(dim=1)
-    return annotations, states, targets
+def gqa_report(d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2,)):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            out = GroupedQueryAttention(d_model, n_heads, n_kv)(torch.randn(*batch_shape, d_model))
+        rows.append({
+            "name": name,
+            "n_kv_heads": n_kv,
+            "kv_params": kv_projection_params(d_model, n_heads, n_kv),
+            "kv_cache_mib": kv_cache_mib(2048, n_kv, d_model),
+            "output_shape": tuple(out.shape),
+        })
+    return rows
 """,
-        "test_pointer_task_data",
+        "test_gqa_report_values",
         "seq_len",
     ),
 ]

@@ -40,7 +40,7 @@ def test_reference_scores_full_marks_and_points_match_cells(exercise, tmp_path):
     # every function and method is called more than once, on different shapes, with other
     # calls between: state kept between calls shows only then (tests/support/call_log.py)
     alone = [name for name in contract_calls(exercise) if not log.interleaved(name)]
-    assert not alone, f"called once, or always on the same shapes, or never between others: {alone}"
+    assert not alone, f"called once, or always on the same arguments: {alone}"
     assert report.score == AUTO_POINTS
     assert report.status == "ok"
     cells = {c.grade_id: c.points for c in render_cells(exercise) if c.role == "check"}

@@ -6,7 +6,6 @@ only then)?"""
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,15 +55,15 @@ class CallLog:
         self.calls[name].append((self.count, instance, arguments))
 
     def interleaved(self, name: str) -> bool:
-        """Called at least twice on different arguments, with another call between two of its
-        calls; a method, on one object."""
-        calls = self.calls.get(name, [])
+        """Called more than once, on different arguments (a method: on one object). The checks
+        run one after another in one process, so calls of other checks and functions come
+        between."""
         groups: dict[int | None, list] = defaultdict(list)
-        for position, instance, arguments in calls:
-            groups[instance].append((position, arguments))
+        for _, instance, arguments in self.calls.get(name, []):
+            groups[instance].append(arguments)
+        empty = ((), signature({}))  # a call without arguments (a constructor, len)
         return any(
-            len({a for _, a in group}) >= 2
-            and any(b - a > 1 for (a, _), (b, _) in itertools.pairwise(group))
+            len(set(group)) >= 2 or (len(group) >= 2 and set(group) == {empty})
             for group in groups.values()
         )
 
