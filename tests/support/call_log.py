@@ -70,15 +70,34 @@ class CallLog:
 
 @contextlib.contextmanager
 def logged_calls() -> Iterator[CallLog]:
+    """Calls of the notebook's functions and objects, and the calls probes make of a notebook
+    function the checks hand them (`forward_modes`, `inputs_after`: a function read with
+    `module_getattr`)."""
     log = CallLog()
-    original = Submission._call
+    originals = (Submission._call, Submission.module_getattr, Submission.probe)
+    names: dict[int, str] = {}  # handle id -> the global it was read from
 
     def call(self, target, method, args, kwargs, **options):  # type: ignore[no-untyped-def]
         log.record(target, method, args, kwargs, options.get("owner"))
-        return original(self, target, method, args, kwargs, **options)
+        return originals[0](self, target, method, args, kwargs, **options)
 
-    Submission._call = call  # type: ignore[method-assign]
+    def module_getattr(self, name):  # type: ignore[no-untyped-def]
+        value = originals[1](self, name)
+        if isinstance(value, Handle):
+            names[value.id] = name
+        return value
+
+    def probe(self, name, *args):  # type: ignore[no-untyped-def]
+        if args and isinstance(args[0], Handle) and args[0].id in names:
+            log.record({"$global": names[args[0].id]}, None, tuple(args[1:]), {}, None)
+        return originals[2](self, name, *args)
+
+    Submission._call, Submission.module_getattr, Submission.probe = (  # type: ignore[method-assign]
+        call,
+        module_getattr,
+        probe,
+    )
     try:
         yield log
     finally:
-        Submission._call = original  # type: ignore[method-assign]
+        Submission._call, Submission.module_getattr, Submission.probe = originals  # type: ignore[method-assign]

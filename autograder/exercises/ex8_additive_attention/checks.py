@@ -403,7 +403,10 @@ def parent_copy(module, name: str, args: tuple) -> torch.nn.Module:
     """The reference class holding the student's (trained) weights, here in the parent."""
     state = {k: torch.as_tensor(as_array(v, k)) for k, v in module.call("state_dict").items()}
     copy = getattr(ref, name)(*args)
-    copy.load_state_dict(state, strict=False)
+    try:
+        copy.load_state_dict(state, strict=False)
+    except RuntimeError as error:  # weights of other shapes than the contract's
+        fail(f"the weights of {name}{args} do not have the contract's shapes: {error}"[:400])
     return copy.eval()
 
 
@@ -571,6 +574,7 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
         rtol=1e-4,
         mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
     )
+    expect_losses_before_each_update(submission, mistakes, module, name, weights, task)
     expect_batches(
         sizes,
         len(targets),
@@ -579,7 +583,6 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
         f"train_pointer(..., epochs=3, batch_size={settings['batch_size']})",
         mistakes["batch_size_ignored"],
     )
-    expect_losses_before_each_update(submission, mistakes, module, name, weights, task)
 
 
 def expect_losses_before_each_update(submission, mistakes, module, name, weights, task) -> None:
