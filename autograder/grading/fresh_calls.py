@@ -1,21 +1,21 @@
 """Calls made fresh: was something kept between calls?
 
 When a check fails without naming a mistake, the plugin runs it once more with `FreshCalls`
-active on the submission (`grading/diagnoses.py`). Then every call the check makes starts from a
-fresh run of the notebook's cells: before a call of a global function or class, or a forward
-pass of a module the check built, the child's `__main__` is reset and the program run again,
-and the objects the call uses (a module built by the check, its weights loaded, put in eval
-mode) are built again the same way. Nothing an earlier call left behind (a module-level
-variable, a mutable default argument, a class attribute, a cache, an attribute a forward pass
-set on its module) reaches the call. If the check passes that way, its failure came from
-something kept between calls, which its message then says.
+active on the submission (`grading/diagnoses.py`). Then every call the check makes of a global
+of the notebook (a function, a class) starts from a fresh run of the notebook's cells: the
+child's `__main__` is replaced and the program run again in it, while the objects the grader
+holds stay (a model handed to a training function, a cache, an nn.Module of torch). A forward
+pass of a module the check built is made on the module built again the same way (its class
+called with the same plain arguments, its weights loaded, put in eval mode). Nothing an earlier
+call left behind (a module-level variable, a mutable default argument, a class attribute, a
+cache, an attribute a forward pass set on its module) reaches the call. If the check passes
+that way, its failure came from something kept between calls, which its message then says.
 
-An object cannot be built again when it did not come from a call with plain-data arguments, or
-was handed to a call that may have changed it (a model given to a training function, a cache
-given to a forward pass): a call using it then runs as it is, without a reset. Nor is anything
-reset while a check has the contract's stand-ins swapped in (`authoring.upstream`): the swap
-lives in the namespace a reset would drop. Either way the rerun can only fail where the first
-run failed, and no claim is made.
+A module is not built again when it did not come from a call with plain-data arguments, or was
+handed to a call that may have changed it (a model given to a training function): a forward
+pass of it runs as it is. Nothing is reset while a check has the contract's stand-ins swapped
+in (`authoring.upstream`): the swap lives in the namespace a reset would replace. Either way
+the rerun can only fail where the first run failed, and no claim is made.
 """
 
 from __future__ import annotations
@@ -101,20 +101,19 @@ class FreshCalls:
 
     # -- before and after each call of the check (Submission._call) ---------------------------
     def before(self, target: dict, method: str | None, args: tuple, kwargs: dict) -> dict:
-        """Reset and rebuild what the call needs, if it can run fresh (and rebuild, without a
-        reset, objects an earlier reset took away); returns its target tag (a rebuilt object
+        """Start the call fresh where it can be; returns its target tag (a module built again
         has another)."""
         if self.replaying or self.submission.stand_ins.active():
             return target
-        own = None if "$global" in target else self._handle_of(target)
-        used = [h for h in (own, *handles_in(list(args)), *handles_in(dict(kwargs))) if h]
-        can = all(h.id in self.recipes for h in used) and ("$handle" not in target or own)
-        if can and ("$global" in target or method in FORWARD):
+        if "$global" in target:
             self._reset()
-        for handle in dict.fromkeys(used):
-            if handle.generation != self.submission.generation and handle.id in self.recipes:
-                self._rebuild(handle)
-        return own.__agw_tag__() if own is not None else target
+            return target
+        own = self._handle_of(target)
+        if own is None or method not in FORWARD or own.id not in self.recipes:
+            return target
+        self._reset()
+        self._rebuild(own)
+        return own.__agw_tag__()
 
     def after(
         self, target: dict, method: str | None, args: tuple, kwargs: dict, value: Any
@@ -142,16 +141,14 @@ class FreshCalls:
         return held[0] if held else None
 
     def _reset(self) -> None:
-        """A fresh `__main__` with the program run again; the handles of the check are gone
-        until rebuilt."""
+        """A fresh `__main__` with the program run again; the objects the grader holds stay."""
         self.resets += 1
         if self.resets > MAX_RESETS:
             raise TooCostly(f"more than {MAX_RESETS} calls")
         submission = self.submission
         sandbox = submission._ensure()
         started = time.monotonic()
-        sandbox.request({"op": "reset"}, timeout=submission._timeout(10.0))
-        submission.generation += 1
+        sandbox.request({"op": "reset", "keep_objects": True}, timeout=submission._timeout(10.0))
         events = list(submission.events)
         submission._run_program()
         submission._block_stuck()
@@ -174,9 +171,10 @@ class FreshCalls:
                 rebuilt.call(str(step.method), *step.args, **step.kwargs)
         finally:
             self.replaying = False
-        for held in self.held.pop(old, [handle]):
+        redirected = self.held.pop(old, [handle])
+        for held in redirected:
             held.id, held.generation = rebuilt.id, rebuilt.generation
-        self.held.setdefault(rebuilt.id, []).append(handle)
+        self.held.setdefault(rebuilt.id, []).extend(redirected)
         self.recipes[rebuilt.id] = [Step(first.target, None, first.args, first.kwargs)] + [
             Step({"$handle": rebuilt.id}, s.method, s.args, s.kwargs) for s in steps[1:]
         ]

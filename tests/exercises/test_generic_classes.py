@@ -5,82 +5,28 @@
 - state that survives between calls: the message says that something was kept between calls
   (the check passes when every call starts from a fresh run of the notebook's cells).
 
-Each variant is no catalogued mistake (those are named by the catalogue, whose breakers ignore
-every argument one at a time: tests/exercises/test_mistakes.py), so that what is tested is the
-generic diagnosis: some are wrong in a second way too."""
+An ignored argument is a catalogued breaker graded with itself left out of the catalogue (a
+student who ignores it in a way the catalogue does not list); the kept states are catalogued
+nowhere. What is tested is the generic diagnosis, not the catalogue's names."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
+from autograder.authoring.catalogue import catalogue_for
 from autograder.exercises import short_name
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 
-ROPE_REVERSED_DEFAULT_BASE = """
-def apply_rope(x, offset=0, base=10000.0):
-    half = x.shape[-1] // 2
-    theta = rope_frequencies(x.shape[-1])
-    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
-    angles = -positions[:, None] * theta[None, :]
-    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
-    first, second = x[..., :half], x[..., half:]
-    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
-"""
-
 IGNORED = [
-    # (exercise, function, its source, the check that fails, the argument it ignores)
-    (
-        "ex6_rope",
-        "apply_rope",
-        ROPE_REVERSED_DEFAULT_BASE,
-        "test_apply_rope_matches_the_formula",
-        "base",
-    ),
-    (
-        "ex5_causal_mask",
-        "discretize_sine",
-        """
-def discretize_sine(n_points, n_bins=50, period=50.0):
-    t = torch.arange(n_points, dtype=torch.float64)
-    v = torch.sin(2 * math.pi * t / 50.0)
-    return torch.clamp(torch.round((v + 1) / 2 * n_bins), max=n_bins - 1).long()
-""",
-        "test_discretize_sine_bins",
-        "period",
-    ),
-    (
-        "ex4_gqa_analysis",
-        "kv_cache_mib",
-        """
-def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
-    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, batch_size) / 1e6
-""",
-        "test_kv_cache_mib",
-        "bytes_per_element",
-    ),
-    (
-        "ex4_gqa_analysis",
-        "gqa_report",
-        """
-def gqa_report(d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2,)):
-    rows = []
-    for n_kv in kv_head_options:
-        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
-        with torch.no_grad():
-            out = GroupedQueryAttention(d_model, n_heads, n_kv)(torch.randn(*batch_shape, d_model))
-        rows.append({
-            "name": name,
-            "n_kv_heads": n_kv,
-            "kv_params": kv_projection_params(d_model, n_heads, n_kv),
-            "kv_cache_mib": kv_cache_mib(2048, n_kv, d_model),
-            "output_shape": tuple(out.shape),
-        })
-    return rows
-""",
-        "test_gqa_report_values",
-        "seq_len",
-    ),
+    # (exercise, a catalogued breaker that ignores an argument, the argument)
+    ("ex6_rope", "apply_rope_ignores_base", "base"),
+    ("ex5_causal_mask", "period_ignored", "period"),
+    ("ex4_gqa_analysis", "mib_ignores_bytes_per_element", "bytes_per_element"),
+    ("ex4_gqa_analysis", "report_ignores_seq_len", "seq_len"),
+    ("ex1_numpy_attention", "softmax_ignores_axis", "axis"),
 ]
 
 KEPT = [
@@ -105,12 +51,12 @@ _TABLES = {}
 
 def apply_rope(x, offset=0, base=10000.0):
     half = x.shape[-1] // 2
-    if x.shape[-2] not in _TABLES:  # the angles of the first call, kept by length only
+    if x.shape[-1] not in _TABLES:  # the angles of the first call, kept by head_dim only
         theta = rope_frequencies(x.shape[-1], base)
         positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
         angles = positions[:, None] * theta[None, :]
-        _TABLES[x.shape[-2]] = (torch.cos(angles), torch.sin(angles))
-    cos, sin = (table.to(x.dtype) for table in _TABLES[x.shape[-2]])
+        _TABLES[x.shape[-1]] = (torch.cos(angles), torch.sin(angles))
+    cos, sin = (table.to(x.dtype) for table in _TABLES[x.shape[-1]])
     first, second = x[..., :half], x[..., half:]
     return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
 """,
@@ -130,6 +76,39 @@ def count_parameters(model):
 """,
         "test_count_parameters_counts_trainable_only",
     ),
+    (
+        "ex4_gqa_analysis",
+        "GroupedQueryAttention",
+        """
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if n_heads <= 0 or n_kv_heads <= 0 or d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("d_model % n_heads and n_heads % n_kv_heads must be 0")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        self.mask = None
+
+    def forward(self, x, mask=None):
+        if mask is not None:
+            self.mask = mask  # remembered: a later call without a mask uses it
+        batch, length, _ = x.shape
+        q = self.W_q(x).view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        group = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if self.mask is not None:
+            scores = scores.masked_fill(~self.mask.bool(), float("-inf"))
+        out = (F.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(batch, length, -1)
+        return self.W_o(out)
+""",
+        "test_gqa_bool_mask_blocks_positions",
+    ),
 ]
 
 
@@ -142,14 +121,28 @@ def grade(exercise, target, source, check, tmp_path, shared_sandbox):
     return result
 
 
+@contextlib.contextmanager
+def uncatalogued(exercise: str, mistake_id: str):
+    """The catalogue without one mistake, while a test grades it: a student who ignores the
+    argument in a way the catalogue does not list."""
+    mistakes = catalogue_for(exercise)._mistakes
+    mistake = mistakes.pop(mistake_id)
+    try:
+        yield mistake
+    finally:
+        mistakes[mistake_id] = mistake
+
+
 @pytest.mark.parametrize(
-    ("exercise", "target", "source", "check", "argument"),
-    [pytest.param(*case, id=f"{short_name(case[0])}-{case[1]}-{case[4]}") for case in IGNORED],
+    ("exercise", "mistake_id", "argument"),
+    [pytest.param(*case, id=f"{short_name(case[0])}-{case[1]}") for case in IGNORED],
 )
-def test_an_ignored_argument_is_named(
-    exercise, target, source, check, argument, tmp_path, shared_sandbox
-):
-    result = grade(exercise, target, source, check, tmp_path, shared_sandbox)
+def test_an_ignored_argument_is_named(exercise, mistake_id, argument, tmp_path, shared_sandbox):
+    with uncatalogued(exercise, mistake_id) as mistake:
+        result = grade(
+            exercise, mistake.target, mistake.source, mistake.check, tmp_path, shared_sandbox
+        )
+    assert result.mistake is None, result.message
     assert f"`{argument}` made no difference" in result.message, result.message
 
 

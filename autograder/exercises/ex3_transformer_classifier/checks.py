@@ -245,6 +245,17 @@ def test_positional_encoding_forward_adds(submission, mistakes, rng):
     x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
     what = f"PositionalEncoding({d_model}) on x of shape {tuple(x.shape)}: x + PE[:{length}]"
     expect_encoding(submission, mistakes, (d_model,), x, f"{what} (no scaling, no dropout)")
+    # one module, called again on another batch size and length: x + PE[:L] each time
+    module = submission.call("PositionalEncoding", d_model)
+    for case in (x, torch.from_numpy(rng.normal(size=(batch + 1, length + 3, d_model))).float(), x):
+        shape = tuple(case.shape)
+        expect_close(
+            as_array(module(case), f"PositionalEncoding({d_model}) on x of shape {shape}"),
+            ref.PositionalEncoding(d_model).double()(case.double()).numpy(),
+            f"PositionalEncoding({d_model}) called again, on x of shape {shape}",
+            atol=PE_ATOL,
+            rtol=1e-5,
+        )
     # PE is fixed by the formula: a trainable table would drift from it during training
     trainable = trainable_parameters(submission, submission.call("PositionalEncoding", d_model))
     ensure(
@@ -303,34 +314,35 @@ def test_transformer_classifier_structure(submission, mistakes, rng, seed):
     expect_arguments_reach_the_layers(submission, mistakes, rng, seed)
 
 
-# Arguments that set the size of some layer: another value, another parameter count.
+# Arguments that set the size of some layer: two values of one (the defaults for the others,
+# whatever they are: the LSTM's are the student's), two parameter counts.
 SIZED = {
     "TransformerClassifier": {
-        "vocab_size": (37, "classifier_ignores_vocab_size"),
-        "d_model": (24, "classifier_ignores_d_model"),
-        "dim_feedforward": (40, "classifier_ignores_dim_feedforward"),
+        "vocab_size": ((37, 53), "classifier_ignores_vocab_size"),
+        "d_model": ((24, 32), "classifier_ignores_d_model"),
+        "dim_feedforward": ((40, 56), "classifier_ignores_dim_feedforward"),
     },
     "LSTMClassifier": {
-        "vocab_size": (37, "lstm_ignores_vocab_size"),
-        "embed_dim": (24, "lstm_ignores_embed_dim"),
-        "hidden_dim": (40, "lstm_ignores_hidden_dim"),
+        "vocab_size": ((37, 53), "lstm_ignores_vocab_size"),
+        "embed_dim": ((24, 36), "lstm_ignores_embed_dim"),
+        "hidden_dim": ((44, 56), "lstm_ignores_hidden_dim"),
     },
 }
 
 
 def expect_sized_arguments(submission, mistakes, seed: int, name: str) -> None:
-    """Every constructor argument that sets a layer's size reaches it: with another value (the
-    defaults for the others), the model has another number of trainable parameters."""
-    default = trainable_parameters(submission, build(submission, name, seed))
-    for argument, (value, mistake) in SIZED[name].items():
-        changed = trainable_parameters(
-            submission, build(submission, name, seed, **{argument: value})
-        )
+    """Every constructor argument that sets a layer's size reaches it: built with two values of
+    it, the model has two numbers of trainable parameters."""
+    for argument, (values, mistake) in SIZED[name].items():
+        counts = [
+            trainable_parameters(submission, build(submission, name, seed, **{argument: value}))
+            for value in values
+        ]
         ensure(
-            default is not None and changed != default,
-            f"{name}({argument}={value}) has as many trainable parameters ({changed}) as "
-            f"{name}() with the default {argument}: `{argument}` made no difference, so it "
-            "seems to be ignored in favour of its default",
+            None not in counts and counts[0] != counts[1],
+            f"{name}({argument}={values[0]}) and {name}({argument}={values[1]}) have as many "
+            f"trainable parameters ({counts[0]}): `{argument}` made no difference, so it seems "
+            "to be ignored in favour of its default",
             mistake=mistakes[mistake],
         )
 

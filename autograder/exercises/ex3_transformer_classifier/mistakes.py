@@ -699,7 +699,7 @@ class TransformerClassifier(nn.Module):
 
 @CATALOGUE.mistake(
     "nhead_ignored",
-    "TransformerClassifier ignores nhead: its layers always have the default 4 heads",
+    "TransformerClassifier ignores nhead: its layers have a single head, whatever nhead says",
     check="test_transformer_classifier_structure",
 )
 class TransformerClassifier(nn.Module):
@@ -714,7 +714,7 @@ class TransformerClassifier(nn.Module):
         dropout=0.0,
     ):
         super().__init__()
-        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, 4, num_classes
+        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, 1, num_classes
         dim_feedforward, dropout = dim_feedforward, dropout
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.pos_encoder = PositionalEncoding(d_model)

@@ -716,13 +716,15 @@ def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict
     # weights of zero: every score ties, every weight is 1/S, and the first maximum (the
     # contract, as argmax gives it) is annotation 0
     load_into(module, {key: torch.zeros_like(value) for key, value in held.items()})
-    value = submission.call("pointer_accuracy", module, *HELD_OUT)
-    targets = HELD_OUT[2]
+    part = tuple(t[:300] for t in HELD_OUT)  # another number of samples than the call above
+    value = submission.call("pointer_accuracy", module, *part)
+    targets = part[2]
     expected = float((targets == 0).double().mean())
-    last = float((targets == HELD_OUT[0].shape[1] - 1).double().mean())
+    last = float((targets == part[0].shape[1] - 1).double().mean())
     ensure(
         is_real(value) and abs(float(value) - expected) < 1e-6,
-        f"pointer_accuracy of a {name} whose weights are all zero (every weight 1/S: a tie) "
+        f"pointer_accuracy of a {name} whose weights are all zero (every weight 1/S: a tie), "
+        f"on {len(targets)} samples, "
         f"should be {expected:.4f}, the fraction of targets at the first annotation (the first "
         f"maximum on ties), got {value!r}",
         mistake=mistakes["pointer_last_maximum_on_ties"]
