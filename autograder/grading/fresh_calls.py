@@ -23,12 +23,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autograder.grading.handle import Handle
-
-if TYPE_CHECKING:
-    from autograder.grading.submission import Submission
 
 # methods that set an object up: replayed when it is built again
 SETUP = frozenset(
@@ -93,7 +90,7 @@ def handles_in(value: Any) -> Iterator[Handle]:
 
 @dataclass
 class FreshCalls:
-    submission: Submission
+    submission: Any  # the Submission it belongs to (which imports this module)
     recipes: dict[int, list[Step]] = field(default_factory=dict)  # child id -> how it was made
     held: dict[int, list[Handle]] = field(default_factory=dict)  # child id -> handles to it
     resets: int = 0

@@ -60,7 +60,7 @@ def apply_rope(x, offset=0, base=10000.0):
     first, second = x[..., :half], x[..., half:]
     return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
 """,
-        "test_apply_rope_matches_the_formula",
+        "test_apply_rope_offset_continues_the_positions",
     ),
     (
         "ex3_transformer_classifier",
