@@ -72,7 +72,7 @@ def clauses_of_checks(exercise: str) -> dict[str, list[str]]:
     for name, entries in clause_table(exercise).items():
         for entry in entries:
             said = entry.get("clause") or f"argument {entry.get('argument')}"
-            for check in entry["checks"]:
+            for check in entry.get("checks", []):
                 found.setdefault(check, []).append(f"{name}: {said}")
     return found
 

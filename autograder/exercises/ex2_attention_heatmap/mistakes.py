@@ -56,18 +56,6 @@ def tokenize(sentence):
 
 
 @CATALOGUE.mistake(
-    "removed_other_symbols",
-    "characters outside string.punctuation (such as "
-    "curly quotes or dashes) were removed too; keep them",
-    check="test_tokenize_lowercases_and_removes_punctuation",
-)
-def tokenize(sentence):
-    import re
-
-    return re.sub(r"[^\w\s]", "", sentence.lower()).split()
-
-
-@CATALOGUE.mistake(
     "split_on_spaces_only",
     "the sentence was split on single spaces only; split "
     "on any whitespace (tabs, newlines, runs of spaces) with str.split()",
