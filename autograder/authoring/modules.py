@@ -238,14 +238,20 @@ def expect_evaluated(
         )
 
 
+TRAINING_SECONDS = 120.0  # a training function's call (the checks' default is 30 s)
+
+
 def trained_in_batches(
     submission: Any, name: str, model: Handle, *args: Any, **kwargs: Any
 ) -> tuple[Any, Any]:
     """The student's training function `name` called as name(model, *args, **kwargs) through
     the `training_batches` probe: (what it returned, the size of every batch the model was fed
-    in training mode)."""
+    in training mode), with a training call's timeout (a 30 s one cost an honest notebook 0.25
+    on a machine loaded 13 deep)."""
     function = submission.module_getattr(name)
-    value, sizes = submission.probe("training_batches", function, model, list(args), kwargs)
+    value, sizes = submission.probe(
+        "training_batches", function, model, list(args), kwargs, timeout=TRAINING_SECONDS
+    )
     return value, sizes
 
 

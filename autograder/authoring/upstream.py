@@ -16,7 +16,7 @@ paid only when its module's value check fails)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from autograder.core.errors import CheckFailed, StudentError
@@ -46,23 +46,18 @@ def set_aside(verdict: CheckFailed) -> None:
 
 
 def on_the_contracts(
-    name: str,
-    stand_in: Any,
-    wrong: Callable[[Any], bool],
-    *,
-    bounds: Mapping[str, int] | None = None,
+    name: str, stand_in: Any, wrong: Callable[[Any], bool]
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator for the checks of functions built on the notebook's `name` (a function or class the
     contract states exactly): while such a check runs, where `wrong(submission)` says the notebook's
     `name` raises or answers wrongly, it is swapped for the contract's own, `stand_in` (the
     exercise's reference function or class), and put back afterwards. The stand-in runs in the
     grader: the child holds a proxy whose calls cross the pipe as plain data
-    (`grading.stand_ins`), so no code of the grader enters the notebook's process. `bounds`:
-    the integer arguments of a stand-in function whose size decides its cost (e.g.
-    `{"seq_len": 1024}`), refused above their bound. A fault of `name` is then charged to its own
-    checks only; what is built on it is judged on a `name` that works. Code that does not call
-    `name` is judged on its own, and a notebook without `name` is left as it is (nothing to swap,
-    and nothing to put back)."""
+    (`grading/stand_ins.py`, bounded by `grading/stand_in_limits.py`), so no code of the grader
+    enters the notebook's process. A fault of `name` is then charged to its own checks only; what
+    is built on it is judged on a `name` that works. Code that does not call `name` is judged on
+    its own, and a notebook without `name` is left as it is (nothing to swap, and nothing to put
+    back)."""
     kind = kind_of(stand_in)
 
     def decorate(check_function: Callable[..., Any]) -> Callable[..., Any]:
@@ -75,13 +70,16 @@ def on_the_contracts(
                 return check_function(*args, **kwargs)
             if not wrong(submission):
                 return check_function(*args, **kwargs)
-            number = submission.stand_ins.swap_in(name, stand_in, bounds)
+            number = submission.stand_ins.swap_in(name, stand_in)
+            generation = submission.generation
             try:
                 submission.module_setattr(name, submission.probe("stand_in", kind, name, number))
                 try:
                     return check_function(*args, **kwargs)
                 finally:
-                    submission.module_setattr(name, original)
+                    # a process restarted meanwhile ran the program again: its own is back
+                    if submission.generation == generation:
+                        submission.module_setattr(name, original)
             finally:
                 submission.stand_ins.swap_out(number)
 

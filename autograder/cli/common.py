@@ -10,6 +10,7 @@ from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_BELOW_THRESHOLD = 1  # `grade --fail-under`
+EXIT_UNFINISHED = 1  # `lms-grades`: a grade is not final (nothing written without --partial)
 
 
 def course_path(given: str) -> str:

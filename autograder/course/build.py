@@ -117,6 +117,8 @@ def write_config(
         course_dir, db_url=db_url, exchange_root=exchange_root, course_id=course_id
     )
     (course_dir / GENERATED_CONFIG).write_text(_render(f"{GENERATED_CONFIG}.j2", **settings))
+    if settings["exchange_root"]:
+        ensure_exchange(Path(settings["exchange_root"]))
     path = course_dir / INSTRUCTOR_CONFIG
     if path.is_file() and path.read_text().startswith(_OLD_HEADER):
         path.replace(path.with_name(f"{INSTRUCTOR_CONFIG}.old"))
@@ -128,6 +130,22 @@ def write_config(
     if not path.exists():
         path.write_text(_render(f"{INSTRUCTOR_CONFIG}.j2"))
     return path
+
+
+def ensure_exchange(root: Path) -> None:
+    """nbgrader's exchange, as its docs set it up: a folder every user can write to (1777, as
+    /tmp: no one removes another's entries), made when missing. nbgrader creates the course's
+    folders inside it, but not the exchange itself: `release_feedback` (and students'
+    `fetch_assignment`) stopped with "Unwritable directory" where it was missing, an
+    LMS-only course included. A folder that exists is left as it is, with a warning when
+    nbgrader cannot use it."""
+    if not root.exists():
+        root.mkdir(parents=True)
+        root.chmod(0o1777)
+        print(f"attn-grade build: made the exchange {root} (mode 1777)")
+    elif not (root.is_dir() and os.access(root, os.W_OK | os.X_OK)):
+        print(f"attn-grade build: the exchange {root} is not a folder you can write to; "
+              "nbgrader's release and collect will stop there", file=sys.stderr)  # fmt: skip
 
 
 def source_notebook_path(course_dir: Path, exercise: str) -> Path:

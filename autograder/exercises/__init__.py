@@ -55,6 +55,11 @@ class Exercise:
     # epochs (text -> replacement, each found exactly once in the demo cells): `attn-grade build
     # --small-demo`, for trying a cycle quickly; the suite's nbgrader cycles build with it.
     small_demo: Mapping[str, str] = field(default_factory=dict)
+    # The checks that rest on a probe's answer (evidence the child reports about its own
+    # objects), which a notebook that takes over the child's request pipe could forge (README
+    # "What probes cannot prove"). Kept by hand: tests/security/test_probe_stakes.py fails when
+    # a check starts or stops using a probe, so that the list is changed on purpose.
+    probe_checks: frozenset[str] = frozenset()
 
 
 def _discover() -> tuple[str, ...]:

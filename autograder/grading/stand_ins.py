@@ -11,28 +11,34 @@ device (no memory), and its layers (nn.Linear, nn.Embedding, ...) are made in th
 forward pass runs here and calls each layer in the child, so hooks, weights and state_dict are
 the child's.
 
-Everything a callback sends is bounded (sizes of tensors, integer arguments a stand-in declares
-as sizes, the number of callbacks), so a notebook cannot make the grader compute without end.
+Everything a callback sends, and what a stand-in may compute and keep, is bounded
+(`grading/stand_in_limits.py`), so a notebook cannot make the grader compute or allocate without
+end; a stand-in's errors go back to the child as one line of text.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn as nn
 
-from autograder.core.errors import StudentError
+from autograder.core.errors import GradedOutcome, StudentError
 from autograder.grading.handle import Handle, Owner
+from autograder.grading.stand_in_limits import (
+    RETAINED_BYTES,
+    Allocations,
+    CallbackRefused,
+    check_call,
+    check_value,
+    retained_bytes,
+)
 from autograder.sandbox.inside import wire
 
 MAX_CALLBACKS = 20_000  # per submission
-MAX_ELEMENTS = 1 << 20  # of one tensor or array a callback sends
-MAX_AXIS = 1024  # length of any of its axes
 MAX_BYTES = 64 << 20  # blobs of one callback
 MAX_MESSAGE = 200  # characters of an error's message sent back to the child
 
@@ -43,10 +49,6 @@ LEAVES: dict[type, Callable[[Any], list]] = {
     nn.LayerNorm: lambda m: [list(m.normalized_shape), m.eps, m.elementwise_affine],
     nn.Dropout: lambda m: [m.p],
 }
-
-
-class CallbackRefused(Exception):
-    """A callback that is not served: unknown target, too large, too many."""
 
 
 def kind_of(stand_in: Any) -> str:
@@ -84,9 +86,11 @@ class NotebookObject:
 
 
 def adopt(value: Any) -> Any:
-    """A value from the child as stand-in code uses it (handles become NotebookObjects)."""
+    """A value from the child as stand-in code uses it (handles become NotebookObjects),
+    within the bounds of what a callback may send (`stand_in_limits`)."""
     if isinstance(value, Handle):
         return NotebookObject(value)
+    check_value(value, (list,))
     if isinstance(value, list):
         return [adopt(item) for item in value]
     if isinstance(value, tuple):
@@ -120,7 +124,6 @@ class RemoteLayer:
 class StandIn:
     name: str
     value: Any
-    bounds: Mapping[str, int]
 
 
 @dataclass
@@ -135,10 +138,10 @@ class StandIns:
     calls: int = 0
 
     # -- swapping ---------------------------------------------------------------------------
-    def swap_in(self, name: str, stand_in: Any, bounds: Mapping[str, int] | None = None) -> int:
+    def swap_in(self, name: str, stand_in: Any) -> int:
         """Register `stand_in` for the notebook's `name`; its number, for the child's proxy."""
         number = self._take_number()
-        self._stand_ins[number] = StandIn(name, stand_in, dict(bounds or {}))
+        self._stand_ins[number] = StandIn(name, stand_in)
         return number
 
     def active(self) -> bool:
@@ -167,16 +170,29 @@ class StandIns:
     def serve(self, frame: dict, blobs: list[bytes]) -> tuple[dict, list[bytes]]:
         """The reply to one callback frame from the child."""
         try:
-            value = self._dispatch(frame, blobs)
+            with Allocations():
+                value = self._dispatch(frame, blobs)
+            self._keep_within_bounds()
             encoder = wire.Encoder(fallback=self.tag)
             data = encoder.encode(value)
         except StudentError as error:  # the notebook's own code raised, called from here
             return _error_reply(error.type, error.message), []
+        except GradedOutcome:  # the child died or the budget is spent: the request fails
+            raise
         except (CallbackRefused, wire.ProtocolError) as error:
             return _error_reply("RuntimeError", f"the contract's stand-in refused: {error}"), []
-        except (ArithmeticError, LookupError, TypeError, ValueError, RuntimeError) as error:
+        except Exception as error:  # noqa: BLE001 - the stand-in's own error, on the child's input
             return _error_reply(type(error).__name__, str(error)), []
         return {"reply": True, "ok": True, "value": data}, encoder.blobs
+
+    def _keep_within_bounds(self) -> None:
+        """Forget every object the stand-ins made once they keep more than the bound (the
+        child's proxies stop working), and refuse the call that went past it."""
+        values = [shadow.value for shadow in self._shadows.values()]
+        if retained_bytes(values) > RETAINED_BYTES:
+            self._shadows.clear()
+            self._sid_of.clear()
+            raise CallbackRefused(f"its objects keep over {RETAINED_BYTES >> 20} MiB")
 
     def _dispatch(self, frame: dict, blobs: list[bytes]) -> Any:
         self.calls += 1
@@ -191,10 +207,9 @@ class StandIns:
         kwargs = self._decode(frame.get("kwargs", {"$dict": {}}), blobs)
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise CallbackRefused("malformed arguments")
-        _check_sizes((args, kwargs))
+        check_call(args, kwargs, (NotebookObject, *self._kinds()))
         if kind in ("call", "construct"):
             stand_in = self._stand_in(target)
-            _check_bounds(stand_in, args, kwargs)
             if kind == "call" and kind_of(stand_in.value) == "function":
                 with torch.no_grad():
                     return stand_in.value(*args, **kwargs)
@@ -215,10 +230,11 @@ class StandIns:
         if kind == "getattr":
             found = getattr(shadow.value, name)
             return {"$method": True} if callable(found) else found
-        if kind == "setattr" and len(args) == 1 and not kwargs:
-            setattr(shadow.value, name, args[0])
-            return None
-        raise CallbackRefused(f"unknown callback {kind!r}")
+        raise CallbackRefused(f"unknown callback {kind!r}")  # setattr too: no contract sets one
+
+    def _kinds(self) -> tuple[type, ...]:
+        """The classes of the stand-ins' objects (they may be passed back as arguments)."""
+        return tuple({type(shadow.value) for shadow in self._shadows.values()})
 
     def _decode(self, data: Any, blobs: list[bytes]) -> Any:
         generation = self.owner.generation
@@ -315,35 +331,3 @@ class StandIns:
 def _error_reply(kind: str, message: str) -> dict:
     line = " ".join(str(message).split())[:MAX_MESSAGE]
     return {"reply": True, "ok": False, "error": {"type": str(kind)[:60], "message": line}}
-
-
-def _check_sizes(value: Any, depth: int = 0) -> None:
-    """Refuse tensors and arrays over the callback limits (and absurd nesting)."""
-    if depth > 20:
-        raise CallbackRefused("nested too deeply")
-    if isinstance(value, torch.Tensor | np.ndarray):
-        shape = tuple(value.shape)
-        if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS or any(n > MAX_AXIS for n in shape):
-            raise CallbackRefused(
-                f"a tensor of shape {shape} (at most {MAX_ELEMENTS} elements, {MAX_AXIS} an axis)"
-            )
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _check_sizes(item, depth + 1)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _check_sizes(item, depth + 1)
-
-
-def _check_bounds(stand_in: StandIn, args: list, kwargs: dict) -> None:
-    """The integer arguments a stand-in declares as sizes, within their bounds."""
-    if not stand_in.bounds:
-        return
-    try:
-        bound = inspect.signature(stand_in.value).bind(*args, **kwargs)
-    except TypeError as error:
-        raise TypeError(f"{stand_in.name}(): {error}") from None
-    for name, limit in stand_in.bounds.items():
-        value = bound.arguments.get(name)
-        if isinstance(value, int | float) and abs(value) > limit:
-            raise CallbackRefused(f"{name} = {value} is over the stand-in's limit of {limit}")

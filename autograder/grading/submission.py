@@ -387,9 +387,14 @@ class Submission:
             raise StudentError(cell.label, response.get("error") or {})
         return checked_outputs(response.get("outputs"), blobs)
 
-    def probe(self, name: str, *args):
-        encoder = wire.Encoder()
+    def probe(self, name: str, *args, timeout: float | None = None):
+        """Run the runtime's probe `name` on `args` (a probe that calls the student's training
+        function needs a training check's timeout)."""
+        encoder = wire.Encoder(fallback=self.stand_ins.tag)
         data = encoder.encode(list(args))
         return self._request(
-            {"op": "probe", "name": name, "args": data}, encoder.blobs, what=f"inspecting ({name})"
+            {"op": "probe", "name": name, "args": data},
+            encoder.blobs,
+            what=f"inspecting ({name})",
+            timeout=timeout,
         )

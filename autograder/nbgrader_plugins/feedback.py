@@ -21,6 +21,7 @@ from traitlets import Bool
 from traitlets.config import Config
 
 from autograder.nbgrader_plugins.allow_list import clean_output_html, clean_student_html
+from autograder.nbgrader_plugins.late_penalty import settle_late_penalties
 from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 from autograder.nbgrader_plugins.page_text import language, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
@@ -99,7 +100,16 @@ def _translate(context, text: str) -> str:
 
 
 class GetGradesAndPending(GetGrades):
-    """nbgrader's GetGrades; also marks each grade cell that still waits for hand grading."""
+    """nbgrader's GetGrades, with the late penalty of the final score (hand grades included,
+    `late_penalty.py`); also marks each grade cell that still waits for hand grading."""
+
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
+
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gradebook:
+            settle_late_penalties(gradebook, self.config, info["assignment"], [info["student"]])
+        return super().preprocess(nb, resources)
 
     def _get_score(self, cell, resources) -> None:
         super()._get_score(cell, resources)

@@ -14,7 +14,8 @@
   a link, hard link, FIFO or socket inside it is refused with a warning naming it, the rest of
   the submission is collected, and collect ends with a summary and exit code 1.
 - `SafeCsvExport` (`nbgrader export`): a real CSV (quoted fields) whose cells cannot start a
-  formula in a spreadsheet (OWASP's list: = + - @ tab, carriage return get a leading `'`).
+  formula in a spreadsheet (OWASP's list: = + - @ tab, carriage return get a leading `'`);
+  its late penalty is that of the final score (`late_penalty.py`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from traitlets import Int
 from autograder.core.student_tree import TreeError, copy_open_file, copy_tree, walk
 from autograder.core.text import clean_text
 from autograder.nbgrader_plugins import left_out
+from autograder.nbgrader_plugins.late_penalty import settle_late_penalties
 
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -55,9 +57,13 @@ def csv_cell(value: object) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def write_csv(path: str | Path, header: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    """Every CSV file of ours: quoted where needed, formulas neutralised."""
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+def write_csv(
+    path: str | Path, header: Sequence[str], rows: Sequence[Sequence[object]], bom: bool = False
+) -> None:
+    """Every CSV file of ours: quoted where needed, formulas neutralised; `bom`: starting with
+    a UTF-8 byte order mark, for a file a person opens in a spreadsheet first (Excel reads a
+    file without one in the system's code page: 김민준 as mojibake)."""
+    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow([csv_cell(cell) for cell in header])
         writer.writerows([[csv_cell(cell) for cell in row] for row in rows])
@@ -222,7 +228,8 @@ class SafeExchangeCollect(ExchangeCollect):
 
 class SafeCsvExport(ExportPlugin):
     """`nbgrader export` to grades.csv, with nbgrader's columns, as a real CSV without
-    formulas."""
+    formulas; the late penalty is that of the final score, hand grades included
+    (`late_penalty.py`)."""
 
     KEYS = (
         "assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
@@ -236,6 +243,7 @@ class SafeCsvExport(ExportPlugin):
         for assignment in gradebook.assignments:
             if assignments and assignment.name not in assignments:
                 continue
+            settle_late_penalties(gradebook, self.config, assignment.name, students or None)
             for student in gradebook.students:
                 if students and student.id not in students:
                     continue

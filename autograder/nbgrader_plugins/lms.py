@@ -36,8 +36,7 @@ import csv
 import datetime
 import json
 import os
-import re
-from pathlib import Path, PurePath, PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import FileNameCollectorPlugin
@@ -47,103 +46,16 @@ from autograder.core.student_tree import walk
 from autograder.core.text import clean_text
 from autograder.nbgrader_plugins import left_out
 from autograder.nbgrader_plugins.intake import valid_student_id
-
-# Each LMS writes its fields at one fixed place of its download, and only there are they read:
-# Moodle's at the end of the participant folder at the top of the download (a student's display
-# name may hold anything before them; the folders she makes inside it are hers and never
-# decide), Canvas's and Blackboard's at the start of a file name at the top of the download
-# (the first `_attempt_<time>_` group; the student's own file name only ever comes after them).
-_BLACKBOARD = re.compile(
-    r"^.+?_(?P<student_id>[^_/]+)_attempt_"
-    r"(?P<timestamp>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})_(?P<file_id>.+)$"
+from autograder.nbgrader_plugins.lms_files import (
+    MOODLE_FOLDER,
+    NAMES_FILE,
+    TIMES_FILE,
+    download_name,
+    download_path,
+    lms_fields,
+    recorded_names,
 )
-# Canvas: `<login>_[LATE_]<user id>_<attachment id>_<file>`. The login is what Canvas keeps of
-# the sortable name (its word characters, in any script, or nothing); the two numbers identify
-# the file (the first two all-digit fields, as Canvas's own re-upload reads them).
-_CANVAS = re.compile(r"^(?P<login>[^/]*?)(?P<late>_LATE)?_(?P<student_id>\d+)_\d+_(?P<file_id>.+)$")
-_MOODLE_FILE = re.compile(r"^.+?_(?P<student_id>\d+)_assignsubmission_file_(?P<file_id>.+)$")
-_MOODLE_FOLDER = re.compile(r"^(?P<name>.+)_(?P<student_id>\d+)_assignsubmission_file_?$")
-_FILE_NAMES = (("canvas", _CANVAS), ("blackboard", _BLACKBOARD), ("moodle", _MOODLE_FILE))
-# a display name we keep: printable, no markup or quotes, at most 100 characters
-_SAFE_NAME = re.compile(r"[^\x00-\x1f\x7f<>&\"'`=+@]{1,100}")
-TIMES_FILE = "submission_times.csv"
-# what LMSs and browsers append to a re-submitted or re-downloaded file: "-1", " (1)"
-_COPY_SUFFIX = re.compile(r"(?:-\d+| \(\d+\))$")
-
-
-def download_path(extracted: Path, path: Path) -> PurePosixPath:
-    """The path of an extracted file inside its download: below `extracted/<name>/` for a zip
-    the instructor placed (or a download folder placed unpacked), below `extracted/` itself for
-    a file or a Moodle participant folder placed as it is."""
-    parts = Path(path).relative_to(extracted).parts
-    if len(parts) > 1 and not _MOODLE_FOLDER.match(parts[0]):
-        parts = parts[1:]
-    return PurePosixPath(*parts)
-
-
-def lms_fields(relative: PurePath) -> dict[str, str] | None:
-    """lms, student_id, file_id (and timestamp, late) of the file at `relative`, its path inside
-    its download (`download_path`); None when no LMS's fields are where that LMS writes them.
-    A file below the top is Moodle's participant folder's or no one's; a file at the top is
-    read by the LMS whose fields end first in its name (the student's own file name only ever
-    comes after them, so a name that imitates another LMS's fields cannot be read as them)."""
-    parts = relative.parts
-    if len(parts) > 1:
-        folder = _MOODLE_FOLDER.match(parts[0])
-        if folder is None:
-            return None
-        fields = {"lms": "moodle", "student_id": folder["student_id"], "file_id": parts[-1]}
-    elif len(parts) == 1:
-        found = [(lms, match) for lms, p in _FILE_NAMES if (match := p.match(parts[0]))]
-        if not found:
-            return None
-        lms, match = min(found, key=lambda item: item[1].start("file_id"))
-        fields = {"lms": lms, "student_id": match["student_id"], "file_id": match["file_id"]}
-        if match.groupdict().get("late"):
-            fields["late"] = "late"
-        if match.groupdict().get("timestamp"):
-            day, time = match["timestamp"][:10], match["timestamp"][11:].replace("-", ":")
-            fields["timestamp"] = f"{day} {time}"
-    else:
-        return None
-    file_id = PurePosixPath(fields["file_id"])
-    fields["file_id"] = _COPY_SUFFIX.sub("", file_id.stem) + file_id.suffix
-    return fields
-
-
-NAMES_FILE = "lms_students.json"  # beside the download: {lms: {student id: prefix}}
-
-
-def download_name(relative: PurePath) -> tuple[str, str, str] | None:
-    """(lms, student id, the name the LMS gave the student's files without the notebook's
-    name) of the file at `relative` inside its download: Canvas's file-name prefix
-    (`doejane_12345_6789012_`), Moodle's participant folder (`Jane Doe_123456_assignsubmission
-    _file_/`); None for a file that is neither (Blackboard has no bulk feedback upload of this
-    kind)."""
-    fields = lms_fields(relative)
-    if fields is None:
-        return None
-    if fields["lms"] == "moodle" and len(relative.parts) > 1:
-        return "moodle", fields["student_id"], relative.parts[0] + "/"
-    canvas = _CANVAS.match(relative.name) if fields["lms"] == "canvas" else None
-    if canvas:  # Canvas's fields, up to the student's own file name
-        return "canvas", fields["student_id"], relative.name[: canvas.start("file_id")]
-    return None
-
-
-def recorded_names(download: Path) -> dict[str, dict[str, str]]:
-    """What every zip_collect of this download folder recorded (NAMES_FILE)."""
-    try:
-        found = json.loads((download / NAMES_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(found, dict):
-        return {}
-    return {
-        lms: {str(s): str(p) for s, p in names.items()}
-        for lms, names in found.items()
-        if isinstance(names, dict)
-    }
+from autograder.nbgrader_plugins.names import recordable, split_name
 
 
 class LmsFileNameCollector(FileNameCollectorPlugin):
@@ -183,6 +95,10 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
                 self._refuse(filename, "no Canvas, Moodle or Blackboard fields where the LMS "
                              "writes them (a top-level file name, or Moodle's top-level "
                              "participant folder)")  # fmt: skip
+                return None
+            if "ambiguous" in fields:
+                self._refuse(filename, fields["ambiguous"] + ": rename it to the download's "
+                             "name for the right student and collect again")  # fmt: skip
                 return None
         student = fields.get("student_id")
         if not valid_student_id(student):
@@ -248,23 +164,24 @@ class LmsFileNameCollector(FileNameCollectorPlugin):
         (download / NAMES_FILE).write_text(json.dumps(names, indent=1, sort_keys=True) + "\n")
 
     def _record_name(self, filename: str, fields: dict[str, str]) -> None:
-        """The name Moodle's participant folder shows ("Jane Doe": first names, then the last
-        word as the last name) goes into the gradebook, so nbgrader export and formgrader show
-        it; a student who already has a name there (a roster) keeps it. Canvas and Blackboard
-        names in downloads are logins, not names: not recorded."""
+        """The name Moodle's participant folder shows goes into the gradebook as a first and a
+        last name (`names.py`), so nbgrader export and formgrader show it; a student who
+        already has a name there (a roster) keeps it. Canvas and Blackboard names in downloads
+        are logins, not names: not recorded."""
         coursedir = getattr(self.parent, "coursedir", None)
         if fields.get("lms") != "moodle" or coursedir is None or self.named_regexp:
             return
-        folder = _MOODLE_FOLDER.match(self._relative(filename).parts[0])
+        folder = MOODLE_FOLDER.match(self._relative(filename).parts[0])
         student = fields["student_id"]
         if folder is None:  # Moodle's older layout: the name is in the file name
             return
         name = " ".join(folder["name"].split())
-        if not _SAFE_NAME.fullmatch(name):
-            self.log.warning("%s: the name %s is not kept (markup or control characters)",
+        if not recordable(name):
+            self.log.warning("%s: the name %s is not recorded in the gradebook (it holds markup, "
+                             "quotes or control characters); the LMS files still use it",
                              self._shown(filename), ascii(name))  # fmt: skip
             return
-        first, _, last = name.rpartition(" ")
+        first, last = split_name(name)
         with Gradebook(coursedir.db_url, course_id=coursedir.course_id) as gradebook:
             try:
                 known = gradebook.find_student(student)

@@ -19,13 +19,19 @@
   imports, one row per student of the download, with the score after nbgrader's late penalty:
   - Canvas (Grades > Import): `Student, ID, SIS User ID, SIS Login ID, Section, <assignment>`;
     Canvas matches rows on `ID`, the Canvas user id the download gave (our student id), and
-    offers to create the `<assignment>` column on import.
+    the assignment column on the id in a header `Name (id)` (as Canvas's own export writes
+    it), else on the assignment's exact name; a header it does not know becomes a new
+    assignment on import. `column` is that header (default: the exercise id).
   - Moodle (the assignment's "Upload grading worksheet"): `Identifier, Full name, Email address,
     Status, Grade, Maximum Grade, Grade can be changed, Last modified (submission), Last
     modified (grade), Feedback comments`; Moodle matches rows on `Identifier`
-    (`Participant <id>`).
-  Names are the download's (Moodle's participant folder, Canvas's login in the file name); a
-  student of the download without a graded submission gets an empty grade, never a zero.
+    (`Participant <id>`), and skips a grade above the assignment's maximum.
+  `out_of` scales the scores to the LMS assignment's maximum (e.g. 100). Names are the
+  download's (Moodle's participant folder, Canvas's login in the file name); a student of the
+  download without a graded submission gets an empty grade, never a zero; a student left out
+  of `names` has no row, so the LMS keeps what it has for them. The file starts with a UTF-8
+  byte order mark, as Canvas's own export does: it is opened in a spreadsheet first (both
+  importers read it).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 
 from autograder.core.student_tree import walk
 from autograder.nbgrader_plugins.intake import write_csv
-from autograder.nbgrader_plugins.lms import download_name, download_path, recorded_names
+from autograder.nbgrader_plugins.lms_files import download_name, download_path, recorded_names
 
 LMS_LAYOUTS = ("canvas", "moodle")
 
@@ -84,7 +90,7 @@ class LmsAwareReleaseFeedback(ExchangeReleaseFeedback):
 
 
 def downloaded_prefixes(download: Path, extracted: Path, lms: str) -> dict[str, str]:
-    """student id -> the name the LMS gave that student's files (lms.download_name): what
+    """student id -> the name the LMS gave that student's files (lms_files.download_name): what
     every zip_collect of the exercise recorded (a second download holds only the students who
     handed in again), else what the extracted download shows."""
     found = dict(recorded_names(download).get(lms, {}))
@@ -112,6 +118,30 @@ MOODLE_COLUMNS = [
 ]  # fmt: skip
 
 
+# What Canvas's import reads as anything but an assignment: its student columns, and a header
+# holding one of its computed columns' names (dropped wherever they appear in the header)
+CANVAS_RESERVED = {*CANVAS_COLUMNS, "LastName", "FirstName", "Integration ID", "Root Account"}
+CANVAS_COMPUTED = (
+    "Current Score", "Current Points", "Current Grade", "Final Score", "Final Points",
+    "Final Grade", "Override Score", "Override Grade", "Override Status",
+)  # fmt: skip
+_CANVAS_ID = re.compile(r"^(.*)\s\((\d+)\)$")  # "Name (id)", as Canvas's import reads it
+
+
+def canvas_column(header: str) -> str:
+    """How Canvas's import will match the assignment column `header`; ValueError when it
+    would not read it as an assignment at all."""
+    if not header.strip() or header in CANVAS_RESERVED:
+        raise ValueError(f"{header!r} is not an assignment column for Canvas's import")
+    computed = [name for name in CANVAS_COMPUTED if name in header]
+    if computed:
+        raise ValueError(f"Canvas's import drops a column whose header holds {computed[0]!r}")
+    found = _CANVAS_ID.match(header)
+    if found:
+        return f"Canvas matches the assignment with id {found[2]}"
+    return "Canvas matches an assignment of exactly this name, or offers to create one"
+
+
 def lms_gradebook(
     lms: str,
     assignment: str,
@@ -119,30 +149,36 @@ def lms_gradebook(
     scores: dict[str, tuple[float, str]],
     max_score: float,
     out: Path,
+    *,
+    column: str | None = None,
+    out_of: float | None = None,
 ) -> None:
     """Write the LMS's gradebook import (module doc) for the download's students `names`;
     `scores`: student id -> (score after the late penalty, submission time)."""
+    scale = out_of / max_score if out_of and max_score else 1.0
+
+    def grade(student: str) -> str:
+        return points(scores[student][0] * scale) if student in scores else ""
+
     if lms == "canvas":
-        header = [*CANVAS_COLUMNS, assignment]
-        rows = [
-            [names[s], s, "", "", "", _points(scores[s][0]) if s in scores else ""]
-            for s in sorted(names)
-        ]
+        header = [*CANVAS_COLUMNS, column or assignment]
+        rows = [[names[s], s, "", "", "", grade(s)] for s in sorted(names)]
     elif lms == "moodle":
         header = MOODLE_COLUMNS
         rows = [
             [f"Participant {s}", names[s], "", "Submitted for grading" if s in scores else
-             "No submission", _points(scores[s][0]) if s in scores else "", _points(max_score),
-             "Yes", scores[s][1] if s in scores else "", "", ""]
+             "No submission", grade(s), points(out_of or max_score), "Yes",
+             scores[s][1] if s in scores else "", "", ""]
             for s in sorted(names)
         ]  # fmt: skip
     else:
         raise ValueError(f"--lms is one of {', '.join(LMS_LAYOUTS)}, not {lms!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(out, header, rows)
+    write_csv(out, header, rows, bom=True)
 
 
-def _points(value: float) -> str:
+def points(value: float) -> str:
+    """A score as the LMS files write it: at most two decimals, no trailing zeros."""
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 

@@ -14,6 +14,7 @@ import jinja2
 from autograder.report import similarity, stats
 from autograder.report.data import Batch, load_batch
 from autograder.report.plots import score_histogram
+from autograder.report.roster import Roster, load_roster
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -58,7 +59,7 @@ def sections(batch: Batch, top: int = similarity.TOP_PAIRS) -> list[ExerciseSect
     return out
 
 
-def render(batch: Batch, *, title: str, csv_name: str) -> str:
+def render(batch: Batch, *, title: str, csv_name: str, roster: Roster | None = None) -> str:
     """The whole page as text."""
     return (
         _environment()
@@ -72,6 +73,7 @@ def render(batch: Batch, *, title: str, csv_name: str) -> str:
             integrity=stats.integrity(batch),
             submissions=len(batch.submissions),
             manual_points=batch.manual_points,
+            roster=roster or Roster(),
             flags=(stats.FLAG_NEVER_FAILS, stats.FLAG_ALWAYS_FAILS, stats.FLAG_NEGATIVE),
         )
     )
@@ -101,5 +103,8 @@ def write_report(course: Path, out: Path | None = None) -> Path:
     from autograder.course.api import nbgrader_api
 
     course_id = nbgrader_api(course).coursedir.course_id or course.name
-    out.write_text(render(batch, title=f"Batch report: {course_id}", csv_name=table.name))
+    students = {s.student for s in batch.submissions}
+    roster = load_roster(course, batch.exercises(), students)
+    title = f"Batch report: {course_id}"
+    out.write_text(render(batch, title=title, csv_name=table.name, roster=roster))
     return out

@@ -15,6 +15,7 @@ handed to the next submission, so it can never signal or trace that submission.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 
 from autograder.sandbox.killing import kill_until_gone
+from autograder.sandbox.plumbing import remove_tree
 
 FIRST_UID = 1_900_000_000
 SLOTS = 4096
@@ -141,3 +143,38 @@ def acquire() -> SandboxUid:
         kill_processes_of(uid)  # left by a grader that died with its sandbox running
         return SandboxUid(uid, fd)
     raise RuntimeError("no free sandbox uid")
+
+
+SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+
+
+def remove_files_of(uid: int, folders: tuple[Path, ...] = SCRATCH, limit: int = 100_000) -> int:
+    """Remove what `uid` (a sandbox uid, about to be reused) left in the world-writable folders
+    outside its work dir, where it could write when Landlock did not keep it out (the `uid`
+    level on a kernel without Landlock): its entries at any depth below world-writable
+    folders, never following a link. A file left there was a channel to whichever submission
+    gets the uid next. Returns how many entries were removed."""
+    removed, seen = 0, 0
+    stack = [folder for folder in folders if folder.is_dir() and not folder.is_symlink()]
+    while stack and seen < limit:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_uid == uid:
+                removed += 1
+                if stat.S_ISDIR(info.st_mode):
+                    remove_tree(Path(entry.path))  # no recursion limit (a 5,000-deep tree)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(entry.path)
+            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                stack.append(Path(entry.path))  # another's folder the uid could write in
+    return removed

@@ -10,6 +10,7 @@ import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -141,20 +142,53 @@ class DeadlineWriter:
         pass
 
 
-def mpl_font_cache() -> Path | None:
-    """A matplotlib font cache built once by the parent and copied into each sandbox, so the
-    child does not spend seconds (and stderr warnings) building its own."""
-    cache = Path(tempfile.gettempdir()) / f"attn-grade-mplcache-{os.getuid()}"
-    if not list(cache.glob("fontlist-*.json")):
-        cache.mkdir(parents=True, exist_ok=True)
+@functools.cache
+def mpl_font_files() -> dict[str, bytes]:
+    """matplotlib's font list (fontlist-*.json: name -> content), built once by the parent and
+    written into each sandbox, so the child does not spend seconds (and stderr warnings)
+    building its own. Built in a folder only this user can reach: a folder of that name that
+    someone else made (or a link) is not used, and only plain files of ours are read, never
+    through a link (a planted link made a root grader copy root-only files into every
+    sandbox)."""
+    cache = _private_dir(Path(tempfile.gettempdir()) / f"attn-grade-mplcache-{os.getuid()}")
+    if not _font_lists(cache):
         subprocess.run(
             [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
             env={**os.environ, "MPLCONFIGDIR": str(cache)},
             capture_output=True,
             timeout=120,
         )
-    found = list(cache.glob("fontlist-*.json"))
-    return cache if found else None
+    return _font_lists(cache)
+
+
+def _private_dir(path: Path) -> Path:
+    """`path` if it is a folder of ours that no one else may enter, else a fresh one."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
+        return path
+    fresh = Path(tempfile.mkdtemp(prefix="attn-grade-mplcache-"))
+    atexit.register(shutil.rmtree, fresh, ignore_errors=True)
+    return fresh
+
+
+def _font_lists(cache: Path) -> dict[str, bytes]:
+    found = {}
+    for entry in os.scandir(cache):
+        if not (entry.name.startswith("fontlist-") and entry.name.endswith(".json")):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue  # a link, or gone
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1:
+                found[entry.name] = handle.read(64 << 20)
+    return found
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attn-grade-spawner")
@@ -213,9 +247,8 @@ def jail_runtime() -> Path:
             shutil.copy(RUNTIME_DIR / name, root / name)
         shutil.copy(SUPERVISOR, root / "supervisor.py")
         shutil.copy(SECCOMP, root / "seccomp.py")
-        fonts = mpl_font_cache()
-        for cached in fonts.glob("fontlist-*.json") if fonts else ():
-            shutil.copy(cached, root / cached.name)
+        for name, content in mpl_font_files().items():
+            (root / name).write_bytes(content)
         for path in root.iterdir():
             path.chmod(0o644)
         root.chmod(0o755)

@@ -37,7 +37,7 @@ from autograder.sandbox.plumbing import (
     jail_files,
     jail_runtime,
     kill_adopted,
-    mpl_font_cache,
+    mpl_font_files,
     remove_tree,
     spawn,
 )
@@ -112,10 +112,8 @@ class Sandbox:
                 shutil.copy(RUNTIME_DIR / name, runtime / name)
             for sub in jail.WORK_SUBDIRS:
                 (self.workdir / sub).mkdir()
-            fonts = mpl_font_cache()
-            if fonts:
-                for cached in fonts.glob("fontlist-*.json"):
-                    shutil.copy(cached, self.workdir / "mpl" / cached.name)
+            for name, content in mpl_font_files().items():
+                (self.workdir / "mpl" / name).write_bytes(content)
             script_dir = str(runtime)
             command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
             readable, writable = isolation.readable_paths(), [str(work), os.devnull]
@@ -308,6 +306,8 @@ class Sandbox:
             self._group = None
         if self._uid is not None:
             identity.kill_processes_of(self._uid.uid)
+            if not self.isolation.jail:  # the jail's /tmp was its own
+                identity.remove_files_of(self._uid.uid)
             self._uid.release()
             self._uid = None
         if self.workdir is not None:

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 import zipfile
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from autograder.nbgrader_plugins.lms import lms_fields
+from autograder.nbgrader_plugins.lms_files import download_name, lms_fields
 from tests.support.built_once import built_once
 from tests.support.nbgrader_helpers import attn_grade, nbgrader
 
@@ -130,12 +131,19 @@ def test_identity_comes_from_the_top_of_the_download_only(course):
     assert "readme.txt" in summary, "the other files are listed too"
     assert "70001" not in "".join(collected(course)) and "ghost" not in collected(course)
 
+    # nothing is autograded yet: lms-grades names whose grades are missing (exit 1, no file)
     made = attn_grade("lms-grades", "ex1", "--lms", "moodle", "--course", str(course))
+    assert made.returncode == 1, made.stderr
+    waiting = set(re.findall(r"^  (\S+) .*not autograded", made.stderr, flags=re.M))
+    assert waiting == {"12345", "61001", "61002", "61003", "61004", "61006"}, (
+        "the download's participants who handed in a notebook; no one a folder name made up"
+    )
+    assert "70001" not in made.stderr and "70002" not in made.stderr
+    made = attn_grade("lms-grades", "ex1", "--lms", "moodle", "--course", str(course), "--partial")
     assert made.returncode == 0, made.stderr
-    rows = list(csv.DictReader((course / f"grades_{EX1}_moodle.csv").open()))
-    participants = {row["Identifier"].split()[-1] for row in rows}
-    assert participants == {"12345", "61001", "61002", "61003", "61004", "61005", "61006"}, (
-        "the download's participants, an empty grade for 61005; no one a folder name made up"
+    rows = list(csv.DictReader((course / f"grades_{EX1}_moodle.csv").open(encoding="utf-8-sig")))
+    assert [(row["Identifier"], row["Grade"]) for row in rows] == [("Participant 61005", "")], (
+        "an empty grade for 61005 (both notebooks refused); the others left out, not final"
     )
 
 
@@ -176,6 +184,25 @@ def test_canvas_files_are_identified_by_their_ids_whatever_the_login(name):
     assert fields is not None, name
     assert fields["student_id"] == student and fields["file_id"] == NOTEBOOK
     assert bool(fields.get("late")) == late
+
+
+# A Canvas name with more than one reading: both ends are the student's (Canvas keeps
+# "_<digits>_" of a display name such as "Mallory__10002__7"; the uploaded file's name is any),
+# so no rule can tell the real fields from the written ones (an independent attacker had a
+# notebook filed as student 10002's through the login, reading the first pair).
+AMBIGUOUS_CANVAS = [
+    f"mallory_10002_7_10001_5550001_{NOTEBOOK}",  # the login holds another's fields
+    f"kim_10001_5550001_10003_1_{NOTEBOOK}",  # the uploaded file's name does
+    f"x_10004_2_LATE_10001_5550001_{NOTEBOOK}",  # a forged pair before a late flag
+    f"_10005_5_10001_5550001_{NOTEBOOK}",  # an empty login and a forged pair
+]
+
+
+@pytest.mark.parametrize("name", AMBIGUOUS_CANVAS)
+def test_a_canvas_name_with_more_than_one_reading_is_no_ones(name):
+    fields = lms_fields(PurePosixPath(name))
+    assert fields is not None and "ambiguous" in fields and "student_id" not in fields, fields
+    assert download_name(PurePosixPath(name)) is None
 
 
 @pytest.mark.parametrize(

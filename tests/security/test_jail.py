@@ -229,11 +229,14 @@ def test_a_zombie_leader_with_running_threads_is_killed_with_its_request():
 
 @needs_cgroups
 def test_one_cgroup_limits_all_processes_of_a_submission():
-    limits = Limits(group_memory_bytes=256 << 20, group_processes=32)
+    # The child holds torch from its start (the trusted probe references): ~250 MiB of its own.
+    # Two 400 MiB hogs fit beside it under 768 MiB only one at a time; the group's OOM killer
+    # picks the largest process, a hog.
+    limits = Limits(group_memory_bytes=768 << 20, group_processes=32)
     hog = (
         "import subprocess, sys\n"
         "def hog():\n"
-        "    code = 'x = bytearray(200 << 20); import time; time.sleep(30)'\n"
+        "    code = 'x = bytearray(400 << 20); import time; time.sleep(10)'\n"
         "    procs = [subprocess.Popen([sys.executable, '-c', code]) for _ in range(3)]\n"
         "    return [p.wait() for p in procs]\n"
         "def forks():\n"

@@ -24,7 +24,7 @@ from autograder.nbgrader_plugins.intake import (
     csv_cell,
     valid_student_id,
 )
-from autograder.nbgrader_plugins.lms import lms_fields
+from autograder.nbgrader_plugins.lms_files import lms_fields
 from tests.support.nbgrader_helpers import attn_grade, nbgrader
 
 EX1 = "ex1_numpy_attention"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.test_corpus import _missing
 from tests.support.corpus import ENTRIES
 from tests.support.harness import DEBIAN_PYTHON, ROOT, Driver, Host, remove
+from tests.support.levels import missing as _missing
 from tests.support.outcome import assert_outcome, build
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]

@@ -4,6 +4,7 @@ file, course id and exchange persist between builds, one exercise's rebuild touc
 from __future__ import annotations
 
 import json
+import stat
 
 from autograder.course.api import nbgrader_api
 from autograder.course.build import build_course
@@ -13,8 +14,8 @@ OURS = "c.ZipCollectApp.archive_directory = 'from-the-lms'\n"
 
 
 def test_rebuilds_keep_instructor_settings(tmp_path):
-    course = tmp_path / "course"
-    build_course(course, [EX1, EX2], release=False, exchange_root="/srv/exchange", course_id="cs1")
+    course, exchange = tmp_path / "course", tmp_path / "srv" / "exchange"
+    build_course(course, [EX1, EX2], release=False, exchange_root=str(exchange), course_id="cs1")
     config = course / "nbgrader_config.py"
     config.write_text(config.read_text() + OURS)
     ex1 = course / "source" / EX1 / f"{EX1}.ipynb"
@@ -26,9 +27,28 @@ def test_rebuilds_keep_instructor_settings(tmp_path):
     assert (ex1.read_bytes(), ex1.stat().st_mtime_ns) == before, "ex1 was not rebuilt"
     api = nbgrader_api(course)
     assert api.coursedir.course_id == "cs1", "--course-id persists"
-    assert api.config.Exchange.root == "/srv/exchange", "--exchange persists"
+    assert api.config.Exchange.root == str(exchange), "--exchange persists"
     assert api.config.ZipCollectApp.archive_directory == "from-the-lms"
     assert "GradeWithChecks" in str(api.config.Autograde.autograde_preprocessors)
+
+
+def test_the_exchange_is_made_as_nbgrader_needs_it(tmp_path, capsys):
+    """F4 of "A Korean course through Canvas and Moodle": `build --exchange` recorded the folder
+    but did not make it, and `release_feedback` stopped at "Unwritable directory"."""
+    course = tmp_path / "course"
+    made, kept = tmp_path / "srv" / "exchange", tmp_path / "own"
+    build_course(course, [EX1], release=False, exchange_root=str(made))
+    assert (
+        stat.S_IMODE(made.stat().st_mode) == 0o1777
+        and "made the exchange" in capsys.readouterr().out
+    )
+    made.chmod(0o700)  # a later build, or the instructor's own folder: left as it is
+    kept.mkdir(mode=0o755)
+    build_course(course, [EX1], release=False)
+    build_course(course, [EX1], release=False, exchange_root=str(kept))
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o755
+    assert "made the exchange" not in capsys.readouterr().out
 
 
 def test_each_exercise_keeps_its_language_until_told_otherwise(tmp_path, capsys):

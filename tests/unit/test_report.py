@@ -278,3 +278,35 @@ def test_report_of_a_directory_that_is_no_course(tmp_path):
     assert done.returncode == 2
     assert "has no nbgrader_config.py" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_names_and_late_submissions_section():
+    """Students known by LMS ids get their names; each late submission its penalty ("A Korean
+    course through Canvas and Moodle", item 8); names came through a download: escaped."""
+    from autograder.report.roster import Late, Named, Roster, late_by
+
+    roster = Roster(
+        names=[
+            Named("10001", "", "canvas: 김민준"),
+            Named("20003", "Luis García, Jr.", "moodle: Luis García, Jr."),
+            Named("20009", "", f"moodle: {HOSTILE}"),
+        ],
+        late=[Late(EX, "20002", "2026-11-21 14:00 UTC", "2026-11-20 12:00 UTC",
+                   late_by(93_600), 4.5, 4.5, 0.0, 10.0, "not graded by hand yet: answer")],
+        rule="LateSubmissionPlugin, penalty_method = zero",
+    )  # fmt: skip
+    page = html.render(planted_batch(), title="t", csv_name="c.csv", roster=roster)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "6. Students: names and late submissions" in text
+    assert "10001 — canvas: 김민준" in text
+    assert "20003 Luis García, Jr. moodle: Luis García, Jr." in text
+    assert (
+        f"{EX} 20002 2026-11-21 14:00 UTC 2026-11-20 12:00 UTC 1 d 2 h 4.5 −4.5 0 / 10 "
+        "(not final: not graded by hand yet: answer)"
+    ) in text
+    assert "penalty_method = zero" in text
+    assert [late_by(s) for s in (40, 720, 19_800, 93_600)] == ["40 s", "12 min", "5 h 30 min",
+                                                              "1 d 2 h"]  # fmt: skip
+    empty = html.render(planted_batch(), title="t", csv_name="c.csv")
+    assert "None: no submission was handed in after its due date." in empty

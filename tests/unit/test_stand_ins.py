@@ -37,10 +37,10 @@ def program(shared_sandbox, *sources: str):
 
 
 @contextmanager
-def swapped(submission: Submission, name: str, stand_in, bounds=None):
+def swapped(submission: Submission, name: str, stand_in):
     """As `on_the_contracts` does it."""
     original = submission.module_getattr(name)
-    number = submission.stand_ins.swap_in(name, stand_in, bounds)
+    number = submission.stand_ins.swap_in(name, stand_in)
     try:
         proxy = submission.probe("stand_in", kind_of(stand_in), name, number)
         submission.module_setattr(name, proxy)
@@ -71,12 +71,12 @@ def test_a_function_stand_in_answers_as_the_reference(shared_sandbox, rng):
     with program(shared_sandbox, RAISING) as submission:
         with pytest.raises(StudentError):
             submission.call("masked", length)
-        with swapped(submission, "causal_mask", ex5.causal_mask, {"seq_len": 1024}):
+        with swapped(submission, "causal_mask", ex5.causal_mask):
             got = submission.call("masked", length)
             assert got.dtype == torch.float32
             assert torch.equal(got, ex5.causal_mask(length))
-            with pytest.raises(StudentError, match="limit of 1024"):
-                submission.call("masked", 5000)  # a cost the notebook chose: refused
+            with pytest.raises(StudentError, match="refused"):
+                submission.call("masked", 20000)  # 1.6 GB the notebook chose: refused
         with swapped(submission, "apply_rope", ex6.apply_rope):
             got = submission.call("rotated", x, offset)
             assert got.dtype == x.dtype
@@ -193,7 +193,7 @@ def test_callbacks_a_notebook_forges_are_refused(shared_sandbox):
         for target in (1, 999, -1):  # nothing swapped in
             with pytest.raises(StudentError, match="refused"):
                 submission.call("forged", "call", target, 5)
-        with swapped(submission, "causal_mask", ex5.causal_mask, {"seq_len": 1024}):
+        with swapped(submission, "causal_mask", ex5.causal_mask):
             number = max(submission.stand_ins._stand_ins)
             with pytest.raises(StudentError, match="refused"):
                 submission.call("forged", "construct", number, 5)  # a function is no class
@@ -276,3 +276,103 @@ def test_a_swap_lends_nothing_whose_checks_are_still_to_come(exercise):
                 prefixes = declaration(exercise).checks_of.get(lent, ())
                 later = [check for check in order[here:] if check.startswith(prefixes)]
                 assert not prefixes or not later, f"{function.__name__} lends {lent}: {later}"
+
+
+COSTLY = """
+import sys
+import numpy as np
+def causal_mask(seq_len):
+    raise NotImplementedError
+class KVCache:
+    def __init__(self):
+        raise NotImplementedError
+class TinyLM(nn.Module):
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError
+def mask_of(size):
+    return causal_mask(size)
+def text_mask():
+    return causal_mask("a" * 1000)
+def listed_mask():
+    return causal_mask([4] * 1000)
+def growing(chunk, times):
+    cache = KVCache()
+    for _ in range(times):
+        cache.append(torch.zeros(chunk), torch.zeros(chunk))
+    return len(cache)
+def set_on(name):
+    cache = KVCache()
+    setattr(cache, name, torch.zeros(3))
+def missing():
+    return KVCache().no_such_attribute
+class Huge(nn.Module):
+    def forward(self, x):
+        return torch.zeros(4, 600, 600)
+def huge_layer(sizes, tokens):
+    model = TinyLM(*sizes)
+    model.attn.W_q = Huge()
+    return model(tokens)
+"""
+
+
+@pytest.mark.ex5
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [
+        pytest.param("mask_of", (16384,), id="int"),  # 1 GiB of float32
+        pytest.param("mask_of", (np.int64(16384),), id="numpy-int"),
+        pytest.param("mask_of", (torch.tensor(16384),), id="0-d-tensor"),
+        pytest.param("text_mask", (), id="str"),
+        pytest.param("listed_mask", (), id="list"),
+    ],
+)
+def test_what_a_stand_in_would_make_is_bounded(shared_sandbox, call, args):
+    """The grader's process has no sandbox limits: a stand-in is refused what would make it
+    allocate past the call's budget, whatever the argument's type (an independent attacker
+    made the grader hold 3.45 GB through np.int64(16384) and 6.12 GB through a string)."""
+    with program(shared_sandbox, COSTLY) as submission:
+        with swapped(submission, "causal_mask", ex5.causal_mask):
+            with pytest.raises(StudentError, match="refused"):
+                submission.call(call, *args)
+            assert torch.equal(submission.call("mask_of", np.int64(5)), ex5.causal_mask(5))
+
+
+@pytest.mark.ex7
+def test_what_the_stand_ins_keep_is_bounded(shared_sandbox, monkeypatch):
+    monkeypatch.setattr(stand_ins, "RETAINED_BYTES", 8 << 20)  # as imported there
+    with program(shared_sandbox, COSTLY) as submission:
+        with swapped(submission, "KVCache", ex7.KVCache):
+            assert submission.call("growing", (1, 1, 2, 4), 3) == 6
+            with pytest.raises(StudentError, match="refused: its objects keep"):
+                submission.call("growing", (1, 4, 256, 256), 40)  # 2 x 1 MiB a call
+
+
+@pytest.mark.ex7
+def test_what_a_stand_in_takes_back_from_the_child_is_bounded(shared_sandbox):
+    """A layer the notebook replaced answers the stand-in's forward with a tensor past the
+    bounds: refused before the grader computes with it (1 x 2.99 GB in the attack)."""
+    tokens = torch.zeros((2, 5), dtype=torch.long)
+    with program(shared_sandbox, COSTLY) as submission:
+        with swapped(submission, "TinyLM", ex7.TinyLM):
+            with pytest.raises(StudentError, match="refused"):
+                submission.call("huge_layer", (23, 16, 4, 2), tokens)
+
+
+@pytest.mark.ex7
+@pytest.mark.parametrize(
+    ("call", "args", "error"),
+    [
+        pytest.param("set_on", ("k",), "refused", id="setattr-property"),
+        pytest.param("set_on", ("head_dim",), "refused", id="setattr-new"),
+        pytest.param("missing", (), "AttributeError", id="missing-attribute"),
+    ],
+)
+def test_a_stand_ins_errors_reach_the_child_as_errors(shared_sandbox, call, args, error):
+    """No callback sets a stand-in's attribute, and any error of the stand-in (AttributeError,
+    MemoryError, ...) is the child's error, never the grader's (one escaped the handler and
+    left the child waiting on its reply)."""
+    with program(shared_sandbox, COSTLY) as submission:
+        with swapped(submission, "KVCache", ex7.KVCache):
+            with pytest.raises(StudentError, match=error):
+                submission.call(call, *args)
+            assert submission.call("growing", (1, 1, 2, 4), 2) == 4  # still served

@@ -13,4 +13,10 @@ EXERCISE = Exercise(
         "max_abs_diff_vs_torch": ("test_max_abs_diff",),
         "score_variance": ("test_score_variance",),
     },
+    probe_checks=frozenset(
+        {
+            "test_max_abs_diff_compares_with_torch",
+            "test_sdpa_uses_numpy_only",
+        }
+    ),
 )

@@ -14,4 +14,14 @@ EXERCISE = Exercise(
         "plot_attention": ("test_plot_attention",),
         "strongest_attention": ("test_strongest_attention",),
     },
+    probe_checks=frozenset(
+        {
+            "test_plot_attention_cells_show_the_weights",
+            "test_plot_attention_has_colorbar_and_title",
+            "test_plot_attention_ticks_label_cell_centres",
+            "test_sentence_attention_is_seeded",
+            "test_sentence_attention_same_word_same_weights",
+            "test_sentence_attention_shapes_and_rows",
+        }
+    ),
 )

@@ -19,4 +19,18 @@ EXERCISE = Exercise(
         "VOCAB_SIZE = 3000, 1000,": "VOCAB_SIZE = 300, 100,",
         "LEARNING_RATE, SEED = 6,": "LEARNING_RATE, SEED = 1,",
     },
+    probe_checks=frozenset(
+        {
+            "test_evaluate_accuracy_eval_mode_without_gradients",
+            "test_evaluate_accuracy_matches_logits",
+            "test_lstm_classifier_structure_and_logits",
+            "test_lstm_parameter_count_comparable",
+            "test_train_classifier_learns_mean_task",
+            "test_train_classifier_seeded",
+            "test_transformer_classifier_logits_per_sample",
+            "test_transformer_classifier_mean_pools_encoder_output",
+            "test_transformer_classifier_structure",
+            "test_transformer_classifier_uses_positions",
+        }
+    ),
 )

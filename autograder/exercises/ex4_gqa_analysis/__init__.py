@@ -20,4 +20,9 @@ EXERCISE = Exercise(
         "kv_cache_mib": ("test_kv_cache_mib",),
         "gqa_report": ("test_gqa_report",),
     },
+    probe_checks=frozenset(
+        {
+            "test_gqa_report_output_shape_from_forward_pass",
+        }
+    ),
 )

@@ -85,9 +85,7 @@ def wrong_float_mask(submission) -> bool:
 # review found a mask of NaN, ones * -inf, charged 3.75 points more there). A mask of another
 # dtype (bool, say) may be what the notebook's own model is written for: it stays, and is
 # charged to causal_mask's dtype check.
-on_the_contracts_mask = on_the_contracts(
-    "causal_mask", ref.causal_mask, wrong_float_mask, bounds={"seq_len": 1024}
-)
+on_the_contracts_mask = on_the_contracts("causal_mask", ref.causal_mask, wrong_float_mask)
 
 
 # -- causal_mask -------------------------------------------------------------------------------

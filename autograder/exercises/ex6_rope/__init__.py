@@ -13,4 +13,9 @@ EXERCISE = Exercise(
         "relative_scores": ("test_relative_scores",),
     },
     core=False,
+    probe_checks=frozenset(
+        {
+            "test_apply_rope_float32_in_float32_out",
+        }
+    ),
 )

@@ -135,7 +135,7 @@ def wrong_rotation(submission) -> bool:
 # independent attacker's apply_rope recognised the grader's reference computations "with your
 # own apply_rope" and answered them to match a wrong attention).
 on_contract_frequencies = on_the_contracts(
-    "rope_frequencies", ref.rope_frequencies, wrong_frequencies, bounds={"head_dim": 1 << 16}
+    "rope_frequencies", ref.rope_frequencies, wrong_frequencies
 )
 on_a_contract_rotation = on_the_contracts("apply_rope", ref.apply_rope, wrong_rotation)
 

@@ -14,4 +14,10 @@ EXERCISE = Exercise(
         "kv_projections": ("test_kv_projections",),
     },
     core=False,
+    probe_checks=frozenset(
+        {
+            "test_generate_runs_without_gradients",
+            "test_kv_projections_match_a_hook_on_W_k",
+        }
+    ),
 )

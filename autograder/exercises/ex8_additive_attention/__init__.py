@@ -20,4 +20,10 @@ EXERCISE = Exercise(
         "make_pointer_task(2000, seed=0)": "make_pointer_task(200, seed=0)",
         "train_pointer(module, *train_data)": "train_pointer(module, *train_data, epochs=3)",
     },
+    probe_checks=frozenset(
+        {
+            "test_pointer_accuracy_of_a_pointing_module",
+            "test_train_pointer_reports_the_sample_weighted_loss",
+        }
+    ),
 )
