@@ -87,10 +87,10 @@ def logged_calls() -> Iterator[CallLog]:
             names[value.id] = name
         return value
 
-    def probe(self, name, *args):  # type: ignore[no-untyped-def]
+    def probe(self, name, *args, **options):  # type: ignore[no-untyped-def]
         if args and isinstance(args[0], Handle) and args[0].id in names:
             log.record({"$global": names[args[0].id]}, None, tuple(args[1:]), {}, None)
-        return originals[2](self, name, *args)
+        return originals[2](self, name, *args, **options)  # options: main's probe timeout
 
     Submission._call, Submission.module_getattr, Submission.probe = (  # type: ignore[method-assign]
         call,
