@@ -171,7 +171,7 @@ class Submission:
         self.sandbox = sandbox
         sandbox.on_callback = self.stand_ins.serve
         self.generation += 1
-        self.isolation = sandbox.isolation.describe()
+        self.isolation = sandbox.describe()  # the level, and whether the child was warm
         self._run_program()
         self._block_stuck()
 

@@ -30,7 +30,7 @@ KO: Mapping[str, str] = {
     # a test cell's output
     "no automatic checks belong to this cell": "이 셀에 속한 자동 검사가 없습니다",
     "note": "참고",
-    "points for this cell: %s of %s (the number below)": "이 셀의 점수: %s / %s (아래 숫자)",
+    "points for this cell: %s of %s": "이 셀의 점수: %s / %s",
     # the feedback page
     "Score": "점수",
     "Your code": "작성한 코드",
@@ -51,6 +51,7 @@ KO: Mapping[str, str] = {
     ),
     "Late submission penalty": "지각 제출 감점",
     "cell": "셀",
+    "a figure drawn by cell %s": "셀 %s에서 그린 그림",
     # nbgrader's own words
     "No response.": "답안이 없습니다.",
 }

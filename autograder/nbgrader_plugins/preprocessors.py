@@ -229,7 +229,7 @@ class GradeWithChecks(NbGraderPreprocessor):
             if report.status != Status.OK:
                 lines.append(f"({words('note', lang)}: {student_words(report.status)})")
             possible = nbgrader.get("points", 0)
-            total = words("points for this cell: %s of %s (the number below)", lang)
+            total = words("points for this cell: %s of %s", lang)
             lines.append(total % (f"{earned:g}", f"{possible:g}"))
             cell.outputs = [
                 from_dict(

@@ -1,7 +1,8 @@
 """The sandbox child: runs a notebook's code cells, then serves the grader's requests.
 
 Started by the supervisor as `python -s child.py REQUEST_FD RESPONSE_FD` in a fresh working
-directory, with limits already applied. Requests and responses are wire frames; see wire.py.
+directory, with limits already applied (or, warm, forked from a template that imported it:
+template.py `run_child`). Requests and responses are wire frames; see wire.py.
 """
 
 import builtins
@@ -309,7 +310,8 @@ def main() -> None:
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
     remote.CHANNEL = remote.Channel(server, requests, responses)
-    trusted.capture()  # torch's references for the probes, before the notebook's first cell
+    if not trusted.captured():  # a warm child's template captured them, running no student code
+        trusted.capture()  # torch's references for the probes, before the notebook's first cell
     server._integrity_changed = Integrity().changed
     while True:
         try:
