@@ -194,8 +194,13 @@ class Server:
 
     def op_reset(self, header, blobs):
         """Forget the program (a fresh `__main__`, no handles, no figures) before the next one in
-        a reused sandbox: only ever for the grader's own notebooks, never a student's."""
+        a reused sandbox: only ever for the grader's own notebooks, never a student's. With
+        `keep_objects`, only a fresh `__main__` for the same program to run again in (the
+        diagnosis of a failed check, grading/fresh_calls.py): the objects the grader holds
+        stay."""
         self._fresh_main()
+        if header.get("keep_objects"):
+            return {}
         self.handles.clear()
         self._handle_ids.clear()
         remote.PROXIES.clear()
