@@ -1,93 +1,56 @@
 """Benchmark: the demo's submissions (21: three per lesson exercise, two per companion one)
 through stock nbgrader and `attn-grade autograde` with 1 and 2 local workers and on a 2-worker
-Dask LocalCluster, as ratios from one run.
+Dask LocalCluster, against the machine's own ceiling for two-at-a-time, in one run.
 
-Builds the demo course (`attn-grade demo`), then times, one run each, on fresh copies (no
-audit log, so nothing is skipped as up to date):
-- stock: a copy whose config keeps nbgrader's own preprocessors (Execute runs every notebook
-  in a kernel), `nbgrader autograde EXERCISE --force` for the five exercises;
+Builds the demo course (`attn-grade demo`), then, `--repeat` times (default 3), on fresh copies
+(no audit log, so nothing is skipped as up to date):
+- stock: a copy whose config keeps nbgrader's own preprocessors (Execute runs every notebook in
+  a kernel), `nbgrader autograde EXERCISE --force` for each exercise;
 - ours: `attn-grade autograde --workers 1`, `--workers 2`, and `--scheduler` on a LocalCluster
-  of two single-threaded worker processes (sandboxed checks plus the demo cells' outputs).
+  of two single-threaded worker processes (skipped, with the reason, where Dask is missing);
+- the ceiling: the same CPU-bound jobs one after another, then in two lanes at once (a
+  pure-Python loop, and a single-threaded torch training step like the exercises'). On a VM
+  whose two vCPUs share a host core the ceiling is well under 2x, and no batch beats it.
+Every run's CPU is that of all its processes (benchmarks/cpu_accounting.py: a cgroup's
+cpuacct, the pool's workers, the sandboxes and a Dask cluster included), broken down by kind
+of process. Also measured: a bare interpreter importing torch, NumPy and matplotlib.pyplot
+(what a cold sandbox child pays), and the warm start's per-notebook cost.
 
-    python benchmarks/batch_throughput.py [--dir /tmp/attn-batch] [--repeat 1]
+    python benchmarks/batch_throughput.py [--dir /tmp/attn-batch] [--repeat 3] [--cold]
 
-It also measures the machine's own ceiling for the 2-vs-1 ratio: the same CPU-bound jobs run
-one after another and then two at a time (a pure-Python loop, and a single-threaded torch
-training step like the exercises'). On a VM whose two vCPUs share a host core's resources the
-ceiling is well under 2x, and no batch of CPU-bound work can beat it.
-
-Prints each figure as it is measured and rewrites benchmarks/results/batch_throughput.json
-after each (a run cut short keeps what it measured). Without Dask (`pip install
-"attn-grade[dask]"`) the Dask run is skipped, and the JSON says so. Not a test.
+`--cold` adds runs with ATTN_GRADE_WARM=0 (every sandbox started cold). Prints each figure as
+it is measured and rewrites benchmarks/results/batch_throughput.json after each (a run cut
+short keeps what it measured); the summary (min and median, fractions of the ceiling) is added
+at the end. Without Dask (`pip install "attn-grade[dask]"`) the Dask run is skipped, and the
+JSON says why. Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import resource
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_accounting import Accounted, Group
 
 from autograder.course.build import tool_env
 from autograder.demo import students_of
 from autograder.exercises import EXERCISES
 
 RESULTS = Path(__file__).with_name("results")
-PR_SET_CHILD_SUBREAPER = 36
 STOCK_CONFIG = """c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention-transformers"
 """
-
-
-def _reap_orphans() -> None:
-    """Wait for the processes that outlived the command and were handed to this one (the
-    batch's fork server ends just after the batch): their CPU time counts too."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return  # none left
-        if pid == 0:
-            time.sleep(0.05)
-
-
-def timed(command: list[str], cwd: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the command and every process it started, its batch
-    workers included): CPU time is the fairer comparison on a machine that other jobs keep
-    busy."""
-    started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = subprocess.run(command, cwd=cwd, env=tool_env(), capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
-    wall = time.monotonic() - started
-    _reap_orphans()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
-
-
-def fresh_copy(demo: Path, target: Path) -> Path:
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(demo, target)
-    shutil.rmtree(target / "autograded", ignore_errors=True)
-    (target / "audit.jsonl").unlink(missing_ok=True)
-    return target
-
-
-def ours(demo: Path, root: Path, name: str, *options: str) -> tuple[float, float]:
-    course = fresh_copy(demo, root / name)
-    command = [sys.executable, "-m", "autograder.cli.app", "autograde", "--course", str(course)]
-    return timed([*command, *options], root)
-
-
+IMPORTS = "import torch, numpy, matplotlib.pyplot"
 CONTROL_JOBS = {
     "python loop": "s = 0\nfor i in range(25_000_000):\n    s += i * i\n",
     "torch training": (
@@ -98,6 +61,70 @@ CONTROL_JOBS = {
         "    layer(x).pow(2).mean().backward()\n    optimizer.step()\n"
     ),
 }
+
+
+def fresh_copy(demo: Path, target: Path) -> Path:
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(demo, target)
+    shutil.rmtree(target / "autograded", ignore_errors=True)
+    (target / "audit.jsonl").unlink(missing_ok=True)
+    shutil.rmtree(target / ".attn-grade", ignore_errors=True)
+    return target
+
+
+_ACCOUNTED: Accounted | None = None
+
+
+def timed(
+    command: list[str], cwd: Path, env: dict[str, str] | None = None, also: Group | None = None
+) -> dict:
+    """{"wall_s", "cpu_s", "by_kind"} of `command` and every process it starts (its batch
+    workers included: cpu_accounting.py); SystemExit when it fails."""
+    global _ACCOUNTED
+    if _ACCOUNTED is None:
+        _ACCOUNTED = Accounted()
+    return _ACCOUNTED.run(command, cwd, env or tool_env(), also=also)
+
+
+def cpu_method() -> str:
+    return _ACCOUNTED.method if _ACCOUNTED is not None else "nothing measured"
+
+
+def dask_missing() -> str | None:
+    """Why the Dask run cannot happen here, or None."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError as error:
+        return f"{error} (pip install 'attn-grade[dask]')"
+    return None
+
+
+class Figures:
+    """The results so far: each run printed and written to `path` as it is measured."""
+
+    def __init__(self, path: Path, notebooks: int) -> None:
+        self.path = path
+        self.data: dict = {"notebooks": notebooks, "runs": {}, "skipped": {}}
+        self.measured: dict[str, list[dict]] = {}
+
+    def run(self, name: str, measured: dict) -> dict:
+        self.measured.setdefault(name, []).append(measured)
+        self.data["runs"][name] = summary(self.measured[name])
+        self.write(f"{name}: {measured['wall_s']:.1f} s wall, {measured['cpu_s']:.1f} s CPU")
+        return measured
+
+    def add(self, name: str, value: object) -> None:
+        self.data[name] = value
+        self.write(f"{name}: {json.dumps(value)}")
+
+    def skip(self, name: str, reason: str) -> None:
+        self.data["skipped"][name] = reason
+        self.write(f"{name}: skipped: {reason}")
+
+    def write(self, line: str) -> None:
+        print(line, flush=True)
+        self.path.parent.mkdir(exist_ok=True)
+        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
 
 
 def ceiling(code: str, jobs: int = 6) -> dict:
@@ -122,95 +149,174 @@ def ceiling(code: str, jobs: int = 6) -> dict:
     }
 
 
-def dask_missing() -> str | None:
-    """Why the Dask run cannot happen here, or None."""
-    try:
-        import distributed  # noqa: F401
-    except ImportError as error:
-        return f"{error} (pip install 'attn-grade[dask]')"
-    return None
+class Bench:
+    def __init__(self, root: Path):
+        self.root = root
+        self.demo = root / "demo"
+        self.env = tool_env()
+
+    def build(self) -> dict:
+        command = [sys.executable, "-m", "autograder.cli.app", "demo", "--course", str(self.demo)]
+        return timed(command, self.root, self.env)
+
+    def stock(self) -> dict:
+        course = fresh_copy(self.demo, self.root / "stock")
+        (course / "nbgrader_config.py").write_text(STOCK_CONFIG)
+        runs = [
+            timed([sys.executable, "-m", "nbgrader", "autograde", e, "--force"], course, self.env)
+            for e in EXERCISES
+        ]
+        return _sum(runs)
+
+    def ours(
+        self, name: str, *options: str, env: dict | None = None, also: Group | None = None
+    ) -> dict:
+        course = fresh_copy(self.demo, self.root / name)
+        command = [sys.executable, "-m", "autograder.cli.app", "autograde", "--course", str(course)]
+        return timed([*command, *options], self.root, env or self.env, also=also)
+
+    def dask(self) -> dict | str:
+        """A 2-worker LocalCluster in a process of its own, in the run's accounting group."""
+        group = Group() if _ACCOUNTED is not None and _ACCOUNTED.cgroups else None
+        code = (
+            "import sys\nfrom distributed import LocalCluster\n"
+            "cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, "
+            "dashboard_address=None)\nprint(cluster.scheduler_address, flush=True)\n"
+            "sys.stdin.read()\ncluster.close()\n"
+        )
+        command = [sys.executable, "-c", code]
+        cluster = subprocess.Popen(
+            group.wrap(command) if group else command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+        try:
+            address = cluster.stdout.readline().strip() if cluster.stdout else ""
+            if not address:
+                return "the LocalCluster did not start"
+            return self.ours("ours-dask", "--scheduler", address, also=group)
+        finally:
+            if cluster.stdin:
+                cluster.stdin.close()
+            cluster.wait(timeout=60)
+            if group is not None:
+                group.remove()
+
+    def imports(self, runs: int = 5) -> dict:
+        """A bare interpreter importing what every sandbox child imports: wall and CPU."""
+        command = [sys.executable, "-c", IMPORTS]
+        env = {**self.env, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+        measured = [timed(command, self.root, env) for _ in range(runs)]
+        return {key: statistics.median(m[key] for m in measured) for key in ("wall_s", "cpu_s")}
 
 
-class Figures:
-    """The results so far: printed and written to `path` as each one is measured."""
+def _sum(runs: list[dict]) -> dict:
+    by_kind: dict[str, float] = {}
+    for run in runs:
+        for key, value in run["by_kind"].items():
+            by_kind[key] = round(by_kind.get(key, 0.0) + value, 1)
+    return {
+        "wall_s": round(sum(r["wall_s"] for r in runs), 1),
+        "cpu_s": round(sum(r["cpu_s"] for r in runs), 1),
+        "by_kind": by_kind,
+    }
 
-    def __init__(self, path: Path, notebooks: int) -> None:
-        self.path = path
-        self.data: dict = {"notebooks": notebooks, "runs": {}, "skipped": {}}
 
-    def run(self, name: str, wall: float, cpu: float) -> None:
-        self.data["runs"][name] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
-        self.write(f"{name}: {wall:.1f} s wall, {cpu:.1f} s CPU")
-
-    def add(self, name: str, value: object) -> None:
-        self.data[name] = value
-        self.write(f"{name}: {json.dumps(value)}")
-
-    def skip(self, name: str, reason: str) -> None:
-        self.data["skipped"][name] = reason
-        self.write(f"{name}: skipped: {reason}")
-
-    def wall(self, name: str) -> float | None:
-        run = self.data["runs"].get(name)
-        return run["wall_s"] if run else None
-
-    def write(self, line: str) -> None:
-        print(line, flush=True)
-        self.path.parent.mkdir(exist_ok=True)
-        self.path.write_text(json.dumps(self.data, indent=2) + "\n")
+def summary(runs: list[dict]) -> dict:
+    walls = [r["wall_s"] for r in runs]
+    cpus = [r["cpu_s"] for r in runs]
+    return {
+        "wall_min_s": min(walls),
+        "wall_median_s": round(statistics.median(walls), 1),
+        "cpu_min_s": min(cpus),
+        "cpu_median_s": round(statistics.median(cpus), 1),
+        "runs": runs,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--dir", default="/tmp/attn-batch")
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each, best kept")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each (min and median kept)")
+    parser.add_argument("--cold", action="store_true", help="also with ATTN_GRADE_WARM=0")
+    parser.add_argument("--no-stock", action="store_true", help="skip stock nbgrader")
     args = parser.parse_args(argv)
     notebooks = sum(len(students_of(exercise)) for exercise in EXERCISES)  # as the demo grades
     figures = Figures(RESULTS / "batch_throughput.json", notebooks)
     no_dask = dask_missing()  # known before the first run, not after the last
-    # orphans (the batch's fork server, its workers) come to this process, which reaps them
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if no_dask:
+        figures.skip("ours, Dask 2 workers", no_dask)
     root = Path(args.dir)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    demo = root / "demo"
-    figures.run("demo", *timed([sys.executable, "-m", "autograder.cli.app", "demo",
-                                "--course", str(demo)], root))  # fmt: skip
-    stock = fresh_copy(demo, root / "stock")
-    (stock / "nbgrader_config.py").write_text(STOCK_CONFIG)
-    nbgrader = [sys.executable, "-m", "nbgrader", "autograde"]
-    runs = [timed([*nbgrader, e, "--force"], stock) for e in EXERCISES]
-    figures.run("stock nbgrader", sum(r[0] for r in runs), sum(r[1] for r in runs))
-    for name, options in {
-        "ours, 1 worker": ("--workers", "1"),
-        "ours, 2 workers": ("--workers", "2"),
-    }.items():
-        runs = [ours(demo, root, f"ours-{options[1]}", *options) for _ in range(args.repeat)]
-        figures.run(name, *min(runs))
-    if no_dask:
-        figures.skip("ours, Dask 2 workers", no_dask)
-    else:
-        from distributed import LocalCluster  # started last: idle Dask workers cost CPU too
+    bench = Bench(root)
+    load_at_start = os.getloadavg()
+    figures.run("demo", bench.build())
+    ceilings: list[dict] = []
+    for _ in range(args.repeat):  # interleaved: a drifting load falls on every kind alike
+        if not args.no_stock:
+            figures.run("stock nbgrader", bench.stock())
+        figures.run("ours, 1 worker", bench.ours("ours-1", "--workers", "1"))
+        figures.run("ours, 2 workers", bench.ours("ours-2", "--workers", "2"))
+        if args.cold:
+            cold = {**bench.env, "ATTN_GRADE_WARM": "0"}
+            figures.run("ours cold, 1 worker", bench.ours("cold-1", "--workers", "1", env=cold))
+            figures.run("ours cold, 2 workers", bench.ours("cold-2", "--workers", "2", env=cold))
+        if not no_dask:
+            dask = bench.dask()
+            if isinstance(dask, str):
+                figures.skip("ours, Dask 2 workers", dask)
+            else:
+                figures.run("ours, Dask 2 workers", dask)
+        ceilings.append({name: ceiling(code) for name, code in CONTROL_JOBS.items()})
+        figures.add("machine_ceiling_2_vs_1", ceilings)
+    runs = {k: v for k, v in figures.measured.items() if k != "demo"}
+    for key, value in report(runs, ceilings, notebooks, bench.imports(), cpu_method()).items():
+        if key != "runs":
+            figures.add(key, value)
+    figures.add(
+        "load_average_1min",
+        {"start": round(load_at_start[0], 1), "end": round(os.getloadavg()[0], 1)},
+    )
 
-        with LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster:
-            options = ("--scheduler", cluster.scheduler_address)
-            runs = [ours(demo, root, "ours-dask", *options) for _ in range(args.repeat)]
-            figures.run("ours, Dask 2 workers", *min(runs))
-    one, two = figures.wall("ours, 1 worker"), figures.wall("ours, 2 workers")
-    dask, stock_wall = figures.wall("ours, Dask 2 workers"), figures.wall("stock nbgrader")
-    if one and two and stock_wall:
-        figures.add("speedup_2_workers_vs_1", round(one / two, 2))
-        figures.add("ours_2_workers_vs_stock", round(stock_wall / two, 2))
-        figures.add("seconds_per_notebook_1_worker", round(one / notebooks, 2))
-    if one and dask:
-        figures.add("speedup_dask_2_workers_vs_1", round(one / dask, 2))
-    controls = {}
-    for name, code in CONTROL_JOBS.items():
-        controls[name] = ceiling(code)
-        figures.add("machine_ceiling_2_vs_1", controls)
-    figures.add("load_average_1min_at_end", round(os.getloadavg()[0], 1))
+
+def report(
+    runs: dict[str, list], ceilings: list[dict], notebooks: int, imports: dict, method: str
+) -> dict:
+    one, two = runs["ours, 1 worker"], runs["ours, 2 workers"]
+    speedups = [a["wall_s"] / b["wall_s"] for a, b in zip(one, two, strict=True)]
+    best_ceiling = [max(c[name]["ratio"] for name in c) for c in ceilings]
+    of_ceiling = [s / c for s, c in zip(speedups, best_ceiling, strict=True)]
+    result: dict = {
+        "notebooks": notebooks,
+        "cpu_measured_by": method,
+        "runs": {name: summary(measured) for name, measured in runs.items()},
+        "speedup_2_workers_vs_1": [round(s, 2) for s in speedups],
+        "machine_ceiling_2_vs_1": ceilings,
+        "fraction_of_ceiling": [round(f, 2) for f in of_ceiling],
+        "fraction_of_ceiling_worst": round(min(of_ceiling), 2),
+        "cpu_per_notebook_s": {
+            name: round(statistics.median(r["cpu_s"] for r in measured) / notebooks, 2)
+            for name, measured in runs.items()
+        },
+        "bare_interpreter_with_imports": {"command": f"python -c '{IMPORTS}'", **imports},
+    }
+    if "stock nbgrader" in runs:
+        stock = statistics.median(r["wall_s"] for r in runs["stock nbgrader"])
+        result["ours_1_worker_vs_stock"] = round(
+            stock / statistics.median(r["wall_s"] for r in one), 2
+        )
+        result["ours_2_workers_vs_stock"] = round(
+            stock / statistics.median(r["wall_s"] for r in two), 2
+        )
+    if "ours, Dask 2 workers" in runs:
+        dask = statistics.median(r["wall_s"] for r in runs["ours, Dask 2 workers"])
+        result["dask_vs_local_2_workers"] = round(
+            statistics.median(r["wall_s"] for r in two) / dask, 2
+        )
+    return result
 
 
 if __name__ == "__main__":

@@ -1,33 +1,43 @@
-"""Mutation testing of the checks (issue 20): every one-change mutant of every reference
-solution (autograder/authoring/mutants.py) is graded as a submission; a mutant is killed when
-it loses points. Prints, per exercise: mutants, killed, survived, declared equivalent (with the
-reason, below) and the kill rate among the non-equivalent ones; then each survivor.
+"""Mutation testing of the checks, under the rule of validity round 4: every one-change mutant of
+every reference solution (autograder/authoring/mutants.py) is graded as a submission, and counts
+as killed only when it breaks a clause of the contract on an input the contract allows. It does
+when it loses points: every check tests clauses of the contract (each exercise's clauses.toml,
+kept complete by tests/exercises/test_clauses.py) on inputs the contract allows (every check gives
+the blind corpus of independent correct solutions full marks, tests/exercises/test_blind_corpus.py);
+the clauses of the checks it failed are the ones it broke. A mutant that keeps every point is
+equivalent for grading when its exercise's mutants.toml names the clause that allows it, and a
+survivor otherwise: an input class the checks never draw, or a question for the contract.
 
-    python benchmarks/mutation.py [exercise ...] [--workers N] [--limit N]
+    python benchmarks/mutation.py [exercise ...] [--workers N] [--limit N] [--clauses]
 
-Too slow for the suite (a few seconds per mutant: 564 mutants on 2026-11-26);
+Prints, per exercise: clauses (and arguments) of its table, checks, catalogued mistakes, mutants,
+killed, equivalent, survived and the blind corpus size; then each survivor (with `--clauses`, the
+clauses each killed mutant broke). Too slow for the suite (a few seconds per mutant);
 tests/exercises/test_mutants.py grades a sample.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import inspect
 import sys
 import tempfile
 import time
+import tomllib
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
 
-from autograder.authoring.mutants import EQUIVALENT, Mutant, mutants_of
-from autograder.exercises import EXERCISES, reference_module, resolve
+from autograder.authoring.catalogue import catalogue_for
+from autograder.authoring.mutants import Mutant, equivalent_mutants, equivalent_to, mutants_of
+from autograder.exercises import EXERCISES, exercise_dir, resolve
 from autograder.grading.runner import grade_notebook
 from autograder.grading.shared import SharedSandbox
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
+
+BLIND = Path(__file__).resolve().parents[1] / "tests" / "exercises" / "blind"
 
 
 def notebook_with(mutant: Mutant) -> nbformat.NotebookNode:
@@ -37,16 +47,6 @@ def notebook_with(mutant: Mutant) -> nbformat.NotebookNode:
             cell.source = mutant.source
             return notebook
     raise LookupError(f"no solution cell {mutant.target} in {mutant.exercise}")
-
-
-def changed(mutant: Mutant) -> str:
-    """The mutant's first line that differs from the reference's (both as ast.unparse writes
-    them)."""
-    original = inspect.getsource(getattr(reference_module(mutant.exercise), mutant.target))
-    before = ast.unparse(ast.parse(original)).splitlines()
-    after = mutant.source.splitlines()
-    pairs = zip(before, after, strict=False)
-    return next((new.strip() for old, new in pairs if old != new), "?")
 
 
 SHARED = SharedSandbox()  # one per worker process: mutants are the grader's own code
@@ -62,11 +62,37 @@ def grade(mutant: Mutant) -> tuple[Mutant, float, float, list[str]]:
     return mutant, report.score, report.max_score, failed
 
 
+def clause_table(exercise: str) -> dict[str, list[dict]]:
+    return tomllib.loads((exercise_dir(exercise) / "clauses.toml").read_text())
+
+
+def clauses_of_checks(exercise: str) -> dict[str, list[str]]:
+    """check name -> the clauses (`function: clause`) it tests."""
+    found: dict[str, list[str]] = {}
+    for name, entries in clause_table(exercise).items():
+        for entry in entries:
+            said = entry.get("clause") or f"argument {entry.get('argument')}"
+            for check in entry.get("checks", []):
+                found.setdefault(check, []).append(f"{name}: {said}")
+    return found
+
+
+def sizes(exercise: str) -> tuple[str, int, int, int]:
+    """(clauses and arguments, checks, catalogued mistakes, blind solutions) of an exercise."""
+    table = clause_table(exercise)
+    clauses = sum(1 for entries in table.values() for e in entries if "clause" in e)
+    arguments = sum(1 for entries in table.values() for e in entries if "argument" in e)
+    checks = len(clauses_of_checks(exercise))
+    blind = len(list(BLIND.glob(f"*/{exercise}.py")))
+    return f"{clauses} (+{arguments})", checks, len(catalogue_for(exercise)), blind
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("exercises", nargs="*", help="exercises (default: all)")
     parser.add_argument("--workers", type=int, default=2, help="gradings at once")
     parser.add_argument("--limit", type=int, default=0, help="at most N mutants per exercise")
+    parser.add_argument("--clauses", action="store_true", help="the clauses each kill broke")
     options = parser.parse_args()
     exercises = [resolve(name) for name in options.exercises] or list(EXERCISES)
     rows, survivors = [], []
@@ -75,35 +101,41 @@ def main() -> int:
         mutants = mutants_of(exercise)[: options.limit or None]
         with ProcessPoolExecutor(options.workers) as pool:
             results = list(pool.map(grade, mutants))
-        survived = [m for m, score, top, _ in results if score >= top]
-        equivalent = [m for m in survived if f"{exercise} {m.id}" in EQUIVALENT]
-        live = [m for m in survived if m not in equivalent]
-        judged = len(mutants) - len(equivalent)
-        rate = 100.0 * (judged - len(live)) / judged if judged else 100.0
-        rows.append(
-            (
-                exercise,
-                len(mutants),
-                len(mutants) - len(survived),
-                len(live),
-                len(equivalent),
-                rate,
-                time.monotonic() - started,
-            )
+        table, clauses = equivalent_mutants(exercise), clauses_of_checks(exercise)
+        kept = [m for m, score, top, _ in results if score >= top]
+        equivalent = [m for m in kept if equivalent_to(m, table) is not None]
+        live = [m for m in kept if m not in equivalent]
+        broken = Counter(
+            clause
+            for _, score, top, failed in results
+            if score < top
+            for clause in dict.fromkeys(c for check in failed for c in clauses.get(check, []))
         )
-        survivors += live
-        print(f"{exercise}: {rows[-1][2]}/{len(mutants)} killed", file=sys.stderr, flush=True)
+        killed = len(mutants) - len(kept)
+        seconds = time.monotonic() - started
+        rows.append((exercise, *sizes(exercise), len(mutants), killed, len(equivalent), live))
+        print(f"{exercise}: {killed}/{len(mutants)} killed ({seconds:.0f} s)", file=sys.stderr)
+        if options.clauses:
+            for clause, count in broken.most_common():
+                print(f"  {count:3d} mutants broke {clause}", file=sys.stderr)
         for mutant in live:  # as soon as the exercise is done (a long run may be cut short)
-            print(f"  survived {mutant.id}: {changed(mutant)}", file=sys.stderr, flush=True)
-    print("| exercise | mutants | killed | survived | equivalent | killed of non-equivalent | s |")
-    print("|---|---|---|---|---|---|---|")
-    for exercise, total, killed, live, equivalent, rate, seconds in rows:
-        cells = (exercise, total, killed, live, equivalent, f"{rate:.1f}%", f"{seconds:.0f}")
+            print(
+                f"  survived {mutant.target} {mutant.operator}: {mutant.changed}", file=sys.stderr
+            )
+        survivors += live
+        sys.stderr.flush()
+    print(
+        "| exercise | clauses (+ arguments) | checks | mistakes | mutants | killed "
+        "| equivalent | survived | blind corpus |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for exercise, clauses_, checks, mistakes, total, killed, equivalent, live, blind in (
+        (r[0], r[1], r[2], r[3], r[5], r[6], r[7], len(r[8]), r[4]) for r in rows
+    ):
+        cells = (exercise, clauses_, checks, mistakes, total, killed, equivalent, live, blind)
         print("| " + " | ".join(map(str, cells)) + " |")
     for mutant in survivors:
-        print(f"\nSURVIVED {mutant.exercise} {mutant.id}: {mutant.where}\n  -> {changed(mutant)}")
-    for key, why in EQUIVALENT.items():
-        print(f"\nEQUIVALENT {key}: {why}")
+        print(f"\nSURVIVED {mutant.exercise} {mutant.target} {mutant.operator}: {mutant.changed}")
     return 0
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 from autograder.audit import log as audit
+from autograder.audit.gradebook import auto_scores
 from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
 from autograder.core.status import Status
 from autograder.core.text import clean_text
@@ -31,36 +31,6 @@ class Before:
     notebook_sha256: str | None = None
 
 
-def gradebook_scores(course: Path, db_url: str | None, keys: list[tuple[str, str]]) -> dict:
-    """(exercise, student) -> auto score of the code cells in the gradebook. An sqlite
-    gradebook is opened read-only (nbgrader's Gradebook creates what is missing), and one that
-    does not exist is not opened."""
-    from autograder.course.api import CourseError, nbgrader_api
-
-    try:
-        api = nbgrader_api(course, db_url)
-    except CourseError:
-        return {}
-    url = api.coursedir.db_url
-    if url.startswith("sqlite:///"):
-        path = Path(url.removeprefix("sqlite:///"))
-        if not path.is_file():
-            return {}
-        url = f"sqlite:///file:{quote(str(path.resolve()))}?mode=ro&uri=true"
-    from nbgrader.api import Gradebook, MissingEntry
-
-    found = {}
-    with Gradebook(url, course_id=api.coursedir.course_id) as gradebook:
-        for exercise, student in keys:
-            try:
-                submission = gradebook.find_submission(exercise, student)
-            except MissingEntry:
-                continue
-            grades = [g for n in submission.notebooks for g in n.grades if g.cell_type == "code"]
-            found[(exercise, student)] = sum(g.auto_score or 0.0 for g in grades)
-    return found
-
-
 def recorded(course: Path, found: list, db_url: str | None) -> dict[tuple[str, str], Before]:
     log = audit.read_warning(course, "regrade")
     latest = log.latest()
@@ -73,7 +43,7 @@ def recorded(course: Path, found: list, db_url: str | None) -> dict[tuple[str, s
             before[(exercise, student)] = Before("audit", score, checks, line["notebook_sha256"])
     missing = [(e, s) for e, s, _ in found if (e, s) not in before]
     if missing:
-        for key, score in gradebook_scores(course, db_url, missing).items():
+        for key, score in (auto_scores(course, db_url, missing) or {}).items():
             before[key] = Before("gradebook", score)
     return before
 

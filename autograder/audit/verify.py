@@ -2,9 +2,11 @@
 
 For each (exercise, student)'s latest record (every record with `every`): the notebook at the
 recorded path must still have the recorded sha256; it is regraded with the recorded seed,
-limits and budget, and its status and per-check points must equal the record's. When the
-grader, the checks or the isolation level differ from the record's, the line says so: a
-difference may come from that rather than from a changed grade.
+limits and budget, and its status and per-check points must equal the record's. In a course
+with a gradebook, the gradebook must hold the latest record's score (an older backup restored
+or an edit shows here; `attn-grade autograde` regrades such a submission). When the grader, the
+checks or the isolation level differ from the record's, the line says so: a difference may come
+from that rather than from a changed grade.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.audit import log as audit
+from autograder.audit.gradebook import auto_scores
 from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
 from autograder.core.errors import UsageError
 from autograder.core.text import clean_text
@@ -111,6 +114,28 @@ def job_of(course: Path, record: dict) -> Job:
     )
 
 
+def gradebook_differences(course: Path, db_url: str | None, log: audit.Log, records) -> dict:
+    """id(record) -> how the gradebook disagrees with it, for the latest record of each
+    submission; nothing when the course has no gradebook (not an nbgrader course)."""
+    latest = log.latest()
+    keys = sorted({(r["exercise"], r["student"]) for r in records})
+    scores = auto_scores(course, db_url, keys)
+    if scores is None:
+        return {}
+    found = {}
+    for key in keys:
+        record, score = latest[key], scores.get(key)
+        recorded = float(record.get("score", 0.0))
+        if score is None:
+            found[id(record)] = "not in the gradebook (`attn-grade autograde` grades it)"
+        elif not math.isclose(score, recorded, abs_tol=1e-6):
+            found[id(record)] = (
+                f"the gradebook holds {points(score)}, the record {points(recorded)} "
+                "(`attn-grade autograde` regrades it)"
+            )
+    return found
+
+
 def verify_course(
     course: Path,
     exercises: list[str] | None = None,
@@ -118,6 +143,7 @@ def verify_course(
     student: str | None = None,
     every: bool = False,
     workers: int = 2,
+    db_url: str | None = None,
 ) -> int:
     """Print one line per record and a summary; 0 when every record reproduces, else 1."""
     from autograder.sandbox import isolation
@@ -132,6 +158,7 @@ def verify_course(
     if not records:
         raise UsageError(f"no audit record matches in {audit.log_path(course)}")
     level = isolation.choose().describe()
+    gradebook = gradebook_differences(course, db_url, log, records)
     verdicts = [Verdict(r, context=context_changes(r, level)) for r in records]
     for verdict in verdicts:
         problem = notebook_problem(course, verdict.record)
@@ -143,6 +170,8 @@ def verify_course(
     for verdict in verdicts:
         if not verdict.differences:
             verdict.differences += compare(verdict.record, next(outcomes))
+        if id(verdict.record) in gradebook:
+            verdict.differences.append(gradebook[id(verdict.record)])
         print(verdict.line(every, width), flush=True)
     print(summary(verdicts))
     return EXIT_DIFFERENT if any(v.differences for v in verdicts) else 0

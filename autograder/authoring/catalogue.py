@@ -10,6 +10,7 @@ names it. tests/exercises/test_mistakes.py proves each is caught by the check na
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
 import textwrap
 import warnings
@@ -133,7 +134,9 @@ class Catalogue:
             try:
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")
-                    found.append((mistake, mistake.bound(self.exercise)(*args, **kwargs)))
+                    # its own copy: a mistake that changes its input must not change another's
+                    mine, named = copy.deepcopy(args), copy.deepcopy(kwargs)
+                    found.append((mistake, mistake.bound(self.exercise)(*mine, **named)))
             except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
                 found.append((mistake, Raised(type(error).__name__, str(error)[:2000])))
         return found

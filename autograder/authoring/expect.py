@@ -95,9 +95,13 @@ def expect_rows_sum_to_one(
     )
 
 
-def close(a: Any, b: Any, *, atol: float, rtol: float, allow_inf: bool = False) -> bool:
+def close(
+    a: Any, b: Any, *, atol: float, rtol: float, allow_inf: bool = False, same_nan: bool = False
+) -> bool:
     """Same shape and within tolerance. NaN never equals anything, nor does infinity (unless
-    `allow_inf`: then an infinity equals only the same infinity where the expected one is)."""
+    `allow_inf`: then an infinity equals only the same infinity where the expected one is).
+    With `same_nan` (naming a mistake, never paying), NaN in the same places of both counts
+    as agreeing there, when some other entry agrees too."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape:
         return False
@@ -105,8 +109,11 @@ def close(a: Any, b: Any, *, atol: float, rtol: float, allow_inf: bool = False) 
         a, b = a.astype(float), b.astype(float)
     except (TypeError, ValueError):
         return False
-    if np.isnan(a).any() or np.isnan(b).any():
-        return False
+    nan = np.isnan(a) | np.isnan(b)
+    if nan.any():
+        if not same_nan or not np.array_equal(np.isnan(a), np.isnan(b)) or nan.all():
+            return False
+        a, b = a[~nan], b[~nan]
     infinite = np.isinf(a) | np.isinf(b)
     if infinite.any():
         if not allow_inf or not np.array_equal(a[infinite], b[infinite]):
@@ -136,7 +143,8 @@ def matching_mistake(
     allow_inf: bool = True,
 ) -> Mistake | None:
     """The first catalogued mistake whose output (after `pick`) matches `observed`. Naming pays
-    nothing, so the same infinities in the same places count as a match (NaN never does)."""
+    nothing, so the same infinities, or NaN, in the same places count as a match (as long as
+    some finite entry agrees too)."""
     for mistake, output in candidates:
         try:
             candidate = pick(output)
@@ -144,7 +152,7 @@ def matching_mistake(
                 candidate = candidate.detach().numpy()
         except Exception:  # noqa: BLE001 - a candidate that does not fit is no match
             continue
-        if close(observed, candidate, atol=atol, rtol=rtol, allow_inf=allow_inf):
+        if close(observed, candidate, atol=atol, rtol=rtol, allow_inf=allow_inf, same_nan=True):
             return mistake
     return None
 

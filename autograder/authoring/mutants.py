@@ -3,8 +3,9 @@
 Every mutant is a copy of one function or class of an exercise's reference with one change a
 student could make (an axis, an off-by-one, two arguments swapped, a scaling or a term dropped,
 a dtype, a comparison or a mask flipped, argmax for argmin, a transpose dropped). Graded as a
-submission, a mutant should lose points; one that keeps them all either behaves identically
-under the contract (equivalent: say why) or shows an input class the checks never draw.
+submission, a mutant should lose points; one that keeps them all either breaks no clause of the
+contract on an input it allows (equivalent for grading: the exercise's mutants.toml names that
+clause) or shows an input class the checks never draw.
 
     from autograder.authoring.mutants import mutants_of
     for mutant in mutants_of("ex1_numpy_attention"): ...
@@ -17,11 +18,12 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.exercises import reference_module
+from autograder.exercises import exercise_dir, reference_module
 from autograder.notebooks.solutions import public_names
 
 AXIS_KEYWORDS = ("axis", "dim", "dim0", "dim1", "axis1", "axis2")
@@ -52,141 +54,35 @@ RENAMED_ATTRIBUTES = {
     "repeat_interleave": "repeat",
 }
 
-# "exercise target:line:start-end:operator" -> why it behaves identically under the contract
-# Survivors argued equivalent: behaviour identical under the contract (what it observes).
-EQUIVALENT: dict[str, str] = {
-    "ex1_numpy_attention score_variance:9:18-23:drop_term": (
-        "np.sum(q, axis=1) for np.sum(q * k, axis=1): for q, k ~ N(0, I) the sum of q's d_k "
-        "entries has variance d_k, like q·k, and divided by √d_k variance 1: the two returned "
-        "numbers have the same distribution, and they are all the contract observes"
-    ),
-    **{
-        f"ex2_attention_heatmap MultiHeadAttention:10:{span}": (
-            "num_heads < 0 for num_heads <= 0: the contract asks for ValueError only when "
-            "d_model is not divisible by num_heads; num_heads = 0 is outside it (either way "
-            "the call fails)"
-        )
-        for span in ("11-25:comparison",)
-    },
-    **{
-        f"ex2_attention_heatmap plot_attention:{where}": (
-            "the figure's size or the ticks' angle: presentation the contract leaves to the "
-            "student (it fixes the cells, one tick per token at the cell centres, the labels "
-            "and a colorbar)"
-        )
-        for where in (
-            "4:11-34:drop_term",
-            "4:17-34:operator",
-            "4:17-34:drop_term",
-            "5:29-39:operator",
-            "5:29-39:drop_term",
-            "9:55-57:off_by_one",
-        )
-    },
-    **{
-        f"ex4_gqa_analysis GroupedQueryAttention:10:{span}": (
-            "n_heads < 0 (or n_kv_heads < 0) for <= 0: the contract asks for ValueError when "
-            "d_model % n_heads or n_heads % n_kv_heads is not 0; zero heads is outside it"
-        )
-        for span in ("11-23:comparison", "27-42:comparison")
-    },
-    **{
-        f"ex4_gqa_analysis GroupedQueryAttention:{where}": (
-            "nn.Linear(n_heads * head_dim, d_model) for nn.Linear(d_model, n_heads * head_dim) "
-            "(and back for W_o): the contract requires d_model % n_heads == 0, so n_heads * "
-            "head_dim == d_model and the two are the same layer"
-        )
-        for where in ("18:19-74:swap_args", "21:19-74:swap_args")
-    },
-    "ex4_gqa_analysis kv_cache_mib:11:8-94:swap_args": (
-        "seq_len and n_kv_heads swapped in the call of kv_cache_bytes: they are only multiplied, "
-        "so the result is the same for every input"
-    ),
-    "ex4_gqa_analysis gqa_report:28:32-75:swap_args": (
-        "seq_len and n_kv_heads swapped in the call of kv_cache_mib: they are only multiplied, "
-        "so every reported number is the same"
-    ),
-    **{
-        key: (
-            "zero heads (or a zero head_dim) is outside the contract, which asks for ValueError "
-            "only on divisibility and odd sizes; an odd head_dim of 1 fails the parity test anyway"
-        )
-        for key in (
-            "ex6_rope rope_frequencies:6:7-20:comparison",
-            "ex6_rope rope_frequencies:6:19-20:off_by_one",
-            "ex6_rope RoPEAttention:9:11-25:comparison",
-            "ex7_kv_cache CachedSelfAttention:14:11-23:comparison",
-            "ex7_kv_cache CachedSelfAttention:14:27-42:comparison",
-        )
-    },
-    "ex6_rope RoPEAttention:9:53-73:operator": (
-        "d_model / num_heads % 2 for d_model // num_heads % 2: evaluated only when d_model is a "
-        "multiple of num_heads, where both are the same number"
-    ),
-    **{
-        f"ex7_kv_cache CachedSelfAttention:{where}": (
-            "nn.Linear(n_heads * head_dim, d_model) for nn.Linear(d_model, n_heads * head_dim) "
-            "(and back for W_o): d_model == n_heads * head_dim under the contract, the same layer"
-        )
-        for where in ("23:19-74:swap_args", "26:19-74:swap_args")
-    },
-    **{
-        f"ex7_kv_cache kv_projections:{where}": (
-            "the answer for n_new = 0 changed: there the contract's two descriptions part (its "
-            "cached formula prompt_len + n_new - 1 gives prompt_len - 1, while `generate` makes no "
-            "pass at all), so either answer follows the contract and the checks draw n_new >= 1"
-        )
-        for where in ("3:7-17:comparison", "4:15-16:off_by_one")
-    },
-    "ex8_additive_attention make_pointer_task:9:14-53:rename": (
-        "the mean of the products over the features for their sum, before the argmax: dividing "
-        "every score by the same positive number keeps the argmax, so the targets are the same"
-    ),
-    "ex3_transformer_classifier make_mean_dataset:9:22-23:off_by_one": (
-        "tokens drawn from [1, vocab_size) instead of [0, vocab_size): still integers in "
-        "[0, vocab_size) with the labels of their means, which is all the contract asks (it "
-        "leaves the generator and its distribution to the student)"
-    ),
-    **{
-        f"ex3_transformer_classifier PositionalEncoding:{where}": (
-            "the sinusoid table computed in float32 instead of float64 (it is stored in float32 "
-            "either way): at position 511 its values move by about 3e-5, inside the checks' "
-            "float32 tolerance; the lesson's own code computes it in float32, and the contract "
-            "fixes the formula, not the precision of its computation"
-        )
-        for where in ("11:47-60:rename", "12:53-66:rename", "14:49-62:rename")
-    },
-    **{
-        f"ex5_causal_mask {where}": "max(0, n) for max(n, 0): max is symmetric, the same value"
-        for where in ("make_windows:9:16-49:swap_args", "split_holdout:13:45-76:swap_args")
-    },
-    "ex5_causal_mask make_windows:9:47-48:off_by_one": (
-        "at least one window when the tokens hold none (len(tokens) <= context_len): the checks "
-        "draw at least one window, since a natural correct solution (torch.stack of a list of "
-        "windows) raises on none; every answer with a window is unchanged"
-    ),
-    **{
-        f"ex5_causal_mask CausalTransformer:{where}": (
-            "another feed-forward width in the encoder layers: the contract fixes the "
-            "constructor, the shapes and causality, not the feed-forward size"
-        )
-        for where in ("22:28-39:drop_term", "22:28-29:off_by_one")
-    },
-    "ex5_causal_mask CausalTransformer:35:12-55:operator": (
-        "token embedding minus the learned position embedding: a learned embedding's sign is "
-        "arbitrary (-E is another learned embedding), so the model class is the same"
-    ),
-    "ex5_causal_mask CausalTransformer:35:12-55:drop_term": (
-        "no position embedding: the contract asks for (B, T, vocab) logits that depend only on "
-        "the tokens up to t, not for positions (a causal mask alone carries order), and the "
-        "model still learns the sine past the threshold"
-    ),
-    "ex4_gqa_analysis gqa_report:12:15-33:operator": (
-        "d_model / n_heads for d_model // n_heads: d_model is a multiple of n_heads (the "
-        "contract), so head_dim has the same value, and it is only multiplied into a MiB figure "
-        "that is a float either way"
-    ),
-}
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant that breaks no clause of the contract on an input it allows, and that clause
+    (`autograder/exercises/<id>/mutants.toml`)."""
+
+    target: str
+    operator: str
+    line: str  # the line the mutant changes, as ast.unparse writes it
+    clause: str
+    why: str
+
+
+def equivalent_mutants(exercise: str) -> list[Equivalent]:
+    """The exercise's table of mutants that are equivalent for grading, keyed by function,
+    operator and changed line (never by line and column numbers: they move when code does)."""
+    path = exercise_dir(exercise) / "mutants.toml"
+    table = tomllib.loads(path.read_text()) if path.is_file() else {}
+    return [
+        Equivalent(target, entry["operator"], entry["line"], entry["clause"], entry["why"])
+        for target, entries in table.items()
+        for entry in entries
+    ]
+
+
+def equivalent_to(mutant: Mutant, table: list[Equivalent]) -> Equivalent | None:
+    """The entry of `table` that declares this mutant equivalent, if any."""
+    key = (mutant.target, mutant.operator, mutant.changed)
+    return next((e for e in table if (e.target, e.operator, e.line) == key), None)
 
 
 @dataclass(frozen=True)
@@ -202,6 +98,16 @@ class Mutant:
     @property
     def id(self) -> str:
         return f"{self.target}:{self.line}:{self.span}:{self.operator}"
+
+    @property
+    def changed(self) -> str:
+        """The first line of the mutant that differs from the reference's (both as ast.unparse
+        writes them): with the target and the operator, what names the mutant in tables."""
+        original = inspect.getsource(getattr(reference_module(self.exercise), self.target))
+        before = ast.unparse(ast.parse(original)).splitlines()
+        after = self.source.splitlines()
+        pairs = zip(before, after, strict=False)
+        return next((new.strip() for old, new in pairs if old != new), "?")
 
 
 # A change mutates (a copy of) the node in place and returns None, or returns a replacement.

@@ -2,12 +2,16 @@
 nbgrader's own autograde; resumable, audited, and optionally on a Dask cluster.
 
 Each submission goes through one worker process (recorder.py): the sandboxed checks, then
-nbgrader's autograde into the worker's scratch gradebook. The parent merges each result into
-the course's gradebook in one transaction (scratch.py) and then appends the submission's audit
-record (audit.py). The audit record is the commit mark: a batch killed at any point and run
-again regrades exactly the submissions without a record matching their notebook, the checks,
-the grader and the isolation level (`--force` regrades all), and a merge repeated after a kill
-overwrites the same rows, so nothing is lost, duplicated or half-written.
+nbgrader's autograde into the worker's scratch gradebook and folder. The parent moves the
+autograded folder into the course, merges the grades into the course's gradebook in one
+transaction (scratch.py) and then appends the submission's audit record (audit.py). The audit
+record is the commit mark: a batch killed at any point and run again regrades exactly the
+submissions that are not up to date (resume.py; `--force` regrades all), and a merge repeated
+after a kill overwrites the same rows, so nothing is lost, duplicated or half-written.
+
+A failure of the environment is retried and then said, never recorded as the student's
+(retry.py); a dead worker is replaced and its submission handed out again (dispatch.py); SIGINT
+and SIGTERM stop the batch between two submissions (stops.py).
 
 With `--scheduler`, the sandboxed grading runs as Dask tasks (dask_cluster.py) on an
 authenticated cluster, each answer is checked before use (dask_results.py), and the workers here
@@ -17,46 +21,42 @@ only run nbgrader's part.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import shutil
 import sys
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.audit import log as audit
+from autograder.audit.gradebook import gradebook_name
 from autograder.batch import scratch
 from autograder.batch.dask_cluster import Plan, SchedulerAccess
+from autograder.batch.dispatch import Dispatcher
 from autograder.batch.messages import Graded, Recorded
 from autograder.batch.pool import worker_pool
-from autograder.batch.table import score_table
+from autograder.batch.resume import autograded_path, read_gradebook, up_to_date
+from autograder.batch.retry import FILE_DELAYS, quiet_database_tracebacks, retrying
+from autograder.batch.stops import Stopped, StopSignals
+from autograder.batch.table import (
+    ENVIRONMENT,
+    GRADER,
+    Outcome,
+    Submitted,
+    score_table,
+    stopped,
+    summarize,
+    table_notes,
+)
 from autograder.core import faults
-from autograder.core.errors import UsageError
+from autograder.core.errors import EnvironmentFailure, UsageError, environment_cause
 from autograder.core.status import Status
 from autograder.course.api import CourseError, nbgrader_api
 from autograder.exercises import EXERCISES, grading_seconds
-from autograder.report.item_analysis import format_items, write_item_analysis
 
 STATE_DIR = ".attn-grade"  # in the course: the batch lock and the workers' scratch gradebooks
-
-
-@dataclass(frozen=True)
-class Submitted:
-    exercise: str
-    student: str
-    path: Path
-
-
-@dataclass
-class Outcome:
-    """What the batch table and the item analysis need of one submission."""
-
-    reason: str | None = None  # why it was not graded, if it was not
-    report: dict | None = None
-    skipped: bool = False  # up to date: graded by an earlier batch
-    failed: bool = False  # the worker died: not graded, the batch exits 1
+__all__ = ["Outcome", "Submitted", "autograde_course", "score_table", "table_notes"]
 
 
 def find_submissions(course: Path, exercises: list[str]):
@@ -96,58 +96,6 @@ def batch_lock(course: Path):
         yield state
 
 
-def _autograded_path(api, item: Submitted) -> Path:
-    folder = api.coursedir.format_path(
-        api.coursedir.autograded_directory, item.student, item.exercise
-    )
-    return Path(folder) / f"{item.exercise}.ipynb"
-
-
-def stored_report(path: Path) -> dict | None:
-    """The report GradeWithChecks stored in an autograded notebook (None if there is none)."""
-    from autograder.grading.notebook import InvalidNotebook, read_json
-    from autograder.report.data import report_from_metadata
-
-    try:
-        report = report_from_metadata(read_json(path))
-    except (InvalidNotebook, OSError):
-        return None
-    return report.to_dict() if report is not None else None
-
-
-def up_to_date(api, submissions: list[Submitted], level: str) -> dict[Submitted, Outcome]:
-    """The submissions an earlier batch graded from these very bytes, with these checks, this
-    grader and this isolation level, whose grades are in the gradebook: nothing to redo."""
-    from nbgrader.api import Gradebook, MissingEntry
-
-    from autograder.core.versions import checks_digest, grader_version
-
-    latest = audit.read(Path(api.coursedir.root)).latest()
-    same = {"checks_sha256": checks_digest(), "grader_version": grader_version()}
-    done: dict[Submitted, Outcome] = {}
-    with Gradebook(api.coursedir.db_url, api.coursedir.course_id) as gradebook:
-        for item in submissions:
-            record = latest.get((item.exercise, item.student))
-            if record is None or record.get("isolation") != level:
-                continue
-            if any(record.get(key) != value for key, value in same.items()):
-                continue
-            if record["status"] == Status.GRADER_ERROR:  # the grader failed: always try again
-                continue
-            if record["notebook_sha256"] != audit.sha256_file(item.path):
-                continue
-            try:
-                gradebook.find_submission(item.exercise, item.student)
-            except MissingEntry:
-                continue
-            report = stored_report(_autograded_path(api, item))
-            if report is None and record["status"] != Status.INVALID_NOTEBOOK:
-                continue
-            reason = None if report is not None else "not graded (see the audit log)"
-            done[item] = Outcome(reason=reason, report=report, skipped=True)
-    return done
-
-
 class Batch:
     """The parent's side: hand submissions to workers, merge and audit what comes back."""
 
@@ -156,11 +104,39 @@ class Batch:
         self.batch_id = uuid.uuid4().hex
         self.outcomes: dict[Submitted, Outcome] = {}
         self.setup: tuple | None = None  # (course, db_url, scratch dir), for pool workers
+        self.stops = StopSignals()  # the one autograde_course holds, once it holds one
+        self.trash: Path | None = None  # in the scratch folder: autograded folders replaced
 
     def finish(self, item: Submitted, result: Recorded, progress: Progress) -> None:
-        """Merge one worker result into the gradebook, then append its audit record."""
-        faults.reach("merge")
-        scratch.merge(self.api.coursedir.db_url, self.api.coursedir.course_id, result.extracted)
+        """Put the autograded folder in place, merge the grades into the gradebook, then
+        append the audit record: whole, even when a stop arrives meanwhile."""
+        with self.stops.deferred():
+            if result.environment:
+                self.not_graded(item, result.environment, progress)
+                return
+            faults.reach("merge")
+            target = autograded_path(self.api, item.exercise, item.student).parent
+            built = Path(result.autograded) if result.autograded else None
+            trash = self.trash or self.course / STATE_DIR / "scratch" / "trash"
+            try:
+                retrying(
+                    lambda: scratch.place(built, target, trash),
+                    f"writing {target}",
+                    delays=FILE_DELAYS,
+                )
+            except EnvironmentFailure as error:
+                if everywhere(error):  # a full disk: every submission would fail alike
+                    raise
+                self.not_graded(item, str(error), progress)
+                return
+            url, course_id = self.api.coursedir.db_url, self.api.coursedir.course_id
+            retrying(
+                lambda: scratch.merge(url, course_id, result.extracted),
+                f"writing the gradebook {gradebook_name(url)}",
+            )
+            self.audit(item, result, progress)
+
+    def audit(self, item: Submitted, result: Recorded, progress: Progress) -> None:
         report = result.report or {
             "exercise": item.exercise,
             "seed": None,
@@ -176,14 +152,41 @@ class Batch:
             student=item.student,
             batch=self.batch_id,
         )
-        audit.append(self.course, line)
+        path = audit.log_path(self.course)
+        retrying(lambda: audit.append(self.course, line), f"writing {path}", delays=FILE_DELAYS)
         if result.log:
             print(result.log, file=sys.stderr)
         self.outcomes[item] = Outcome(reason=result.reason, report=result.report)
         text = result.reason or f"{line['score']:g}/{line['max_score']:g}"
         progress.step(f"{item.student}/{item.exercise}: {text}")
 
-    def run(self, pending: list[Submitted], pool, state: Path, scheduler: Plan | None):
+    def not_graded(self, item: Submitted, why: str, progress: Progress, environment=True):
+        """Nothing recorded: the batch says why, and the rerun grades it."""
+        kind = "not graded" if environment else "not graded, the grader failed"
+        who = f"{item.student}/{item.exercise}"
+        print(f"attn-grade autograde: {who}: {kind}: {why}", file=sys.stderr, flush=True)
+        failed = ENVIRONMENT if environment else GRADER
+        self.outcomes[item] = Outcome(reason=f"{kind} (said above)", failed=failed)
+        progress.step(f"{who}: {kind}")
+
+    def plan(self, submissions: list[Submitted], force: bool) -> list[Submitted]:
+        """What to grade: all (`force`) or what is not up to date (resume.py), said."""
+        if force:  # the gradebook is read before any work: one that cannot be, stops here
+            read_gradebook(self.api, lambda gradebook: gradebook.assignments)
+        else:
+            self.outcomes.update(up_to_date(self.api, submissions, self.level))
+        pending = [item for item in submissions if item not in self.outcomes]
+        if self.outcomes:
+            print(
+                f"attn-grade autograde: {len(self.outcomes)} of {len(submissions)} submissions "
+                "are already graded from the same notebook and checks (the audit log says so); "
+                "grading the other "
+                f"{len(pending)} (--force regrades all)",
+                file=sys.stderr,
+            )
+        return pending
+
+    def run(self, pending: list[Submitted], pool, scratch_dir: Path, scheduler: Plan | None):
         """Grade `pending` in this process (`pool` None) or in the pool's workers."""
         from autograder.batch import recorder
 
@@ -192,59 +195,34 @@ class Batch:
             from autograder.batch.dask_cluster import connect
 
             client = connect(scheduler)
-        scratch_dir = state / "scratch"
-        shutil.rmtree(scratch_dir, ignore_errors=True)  # left by a killed batch
-        scratch_dir.mkdir()
+        self.trash = scratch_dir / "trash"
         progress = Progress(len(pending), "grading ")
-        try:
-            if pool is None:
-                worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
-                for item in pending:
-                    result = worker.record(item.exercise, item.student, str(item.path))
-                    self.finish(item, result, progress)
-                return
-            self.setup = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
-            try:
-                if scheduler is None:
-                    self._local(pool, pending, progress)
-                else:
-                    self._on_dask(pool, pending, progress, client)
-            except BaseException:  # Ctrl-C or a failed merge: stop, don't finish the queue
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        finally:
-            shutil.rmtree(scratch_dir, ignore_errors=True)
+        if pool is None:
+            worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
+            for item in pending:
+                result = worker.record(item.exercise, item.student, str(item.path))
+                self.finish(item, result, progress)
+            return
+        self.setup = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
+        dispatcher = Dispatcher(
+            pool,
+            recorder.record_in_worker,
+            lambda item, result: self.finish(item, result, progress),
+            lambda item, why, environment: self.not_graded(item, why, progress, environment),
+        )
+        if scheduler is None:
+            for item in pending:
+                dispatcher.add(item, self.setup, item.exercise, item.student, str(item.path))
+            dispatcher.drain()
+        else:
+            self._on_dask(dispatcher, pending, client)
 
-    def _collect(self, futures: dict[Future, Submitted], progress: Progress, block: bool) -> None:
-        finished, _ = wait(list(futures), timeout=None if block else 0, return_when=FIRST_COMPLETED)
-        for future in finished:
-            item = futures.pop(future)
-            try:
-                result = future.result()
-            except Exception as error:  # noqa: BLE001 - the worker died: say so, go on
-                reason = f"worker failed ({type(error).__name__})"
-                self.outcomes[item] = Outcome(reason=reason, failed=True)
-                progress.step(f"{item.student}/{item.exercise}: worker failed")
-                continue
-            self.finish(item, result, progress)
-
-    def _local(self, pool, pending: list[Submitted], progress: Progress) -> None:
-        from autograder.batch.recorder import record_in_worker
-
-        futures = {
-            pool.submit(record_in_worker, self.setup, i.exercise, i.student, str(i.path)): i
-            for i in pending
-        }
-        while futures:
-            self._collect(futures, progress, block=True)
-
-    def _on_dask(self, pool, pending: list[Submitted], progress: Progress, client) -> None:
+    def _on_dask(self, dispatcher: Dispatcher, pending: list[Submitted], client) -> None:
         from distributed import as_completed
 
         from autograder.batch import dask_results
         from autograder.batch.dask_client import workers_of
         from autograder.batch.dask_cluster import grade_on_worker
-        from autograder.batch.recorder import record_in_worker
         from autograder.core.versions import checks_digest
 
         level = self.level_name
@@ -262,7 +240,6 @@ class Batch:
                     pure=False,
                 )
                 remote[future] = (item, key)
-            local: dict[Future, Submitted] = {}
             for future in as_completed(list(remote)):
                 item, key = remote.pop(future)
                 graded: Graded | None
@@ -277,10 +254,9 @@ class Batch:
                     )
                     graded = None
                 record = (item.exercise, item.student, str(item.path), graded)
-                local[pool.submit(record_in_worker, self.setup, *record)] = item
-                self._collect(local, progress, block=False)
-            while local:
-                self._collect(local, progress, block=True)
+                dispatcher.add(item, self.setup, *record)
+                dispatcher.pump(block=False)
+            dispatcher.drain()
         finally:
             client.close()
 
@@ -289,6 +265,26 @@ class Batch:
         from autograder.sandbox import isolation
 
         return isolation.choose().level
+
+
+def everywhere(error: BaseException) -> bool:
+    """Whether an environment failure would fail every submission alike (a full disk, a file
+    system mounted read-only): the batch stops instead of trying each."""
+    cause = environment_cause(error)
+    return isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+@contextlib.contextmanager
+def scratch_folder(state: Path):
+    """The batch's scratch folder (workers' gradebooks and autograded folders), removed after
+    the workers have stopped (the pool is opened inside this block)."""
+    folder = state / "scratch"
+    shutil.rmtree(folder, ignore_errors=True)  # left by a killed batch
+    folder.mkdir()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def autograde_course(
@@ -314,7 +310,9 @@ def autograde_course(
     course = Path(api.coursedir.root)
     isolation.require_private(isolation.choose(), [course])
     level = isolation.choose().describe()
-    with batch_lock(course) as state:
+    quiet_database_tracebacks()
+    batch = Batch(api, course, level)
+    with batch_lock(course) as state, batch.stops:
         submissions, accounting = find_submissions(course, exercises or list(EXERCISES))
         if student is not None:  # one student's regrade
             submissions = [item for item in submissions if item.student == student]
@@ -328,68 +326,24 @@ def autograde_course(
         if not submissions:
             print("attn-grade autograde: no submitted notebooks (run `nbgrader collect`?)")
             return 1 if accounting.problems else 0
-        batch = Batch(api, course, level)
-        if not force:
-            batch.outcomes.update(up_to_date(api, submissions, level))
-        pending = [item for item in submissions if item not in batch.outcomes]
-        if batch.outcomes:
-            print(
-                f"attn-grade autograde: {len(batch.outcomes)} of {len(submissions)} submissions "
-                "are already graded from the same notebook and checks (the audit log says so); "
-                "grading the other "
-                f"{len(pending)} (--force regrades all)",
-                file=sys.stderr,
-            )
-        if pending:  # longest first: a slow notebook started last keeps the batch waiting
-            pending.sort(key=lambda item: -grading_seconds(item.exercise))
-            # the workers start only now that there is work (pool.worker_pool); with
-            # --scheduler the pool runs nbgrader's part only, in one process or more
-            with worker_pool(workers, len(pending), always=cluster is not None) as pool:
-                batch.run(pending, pool, state, cluster)
-    return summarize(api, course, submissions, accounting, batch.outcomes)
-
-
-def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
-    """The batch table, the item analysis and the exit code."""
-    from autograder.core.results import GradeReport
-
-    notes = table_notes(submissions, accounting.notes, outcomes)
-    print(score_table(api, submissions, notes))
-    for problem in accounting.problems:
-        print(f"NOT GRADED   {problem}")
-    reports = [
-        GradeReport.from_dict(outcomes[item].report)
-        for item in submissions
-        if item in outcomes and outcomes[item].report
-    ]
-    rows = write_item_analysis(reports, course / "item_analysis.csv")
-    print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
-    print(format_items(rows))
-    print(f"\naudit log: {audit.log_path(course)} (`attn-grade verify` regrades from it)")
-    failed = [item for item in submissions if item not in outcomes or outcomes[item].failed]
-    if accounting.problems:
-        print(f"submissions not graded: {len(accounting.problems)} (listed above)")
-    if failed:
-        print(
-            f"not graded because a worker failed: {len(failed)}; run the batch again to grade them"
-        )
-    return 1 if accounting.problems or failed else 0
-
-
-def table_notes(submissions, accounting_notes: dict, outcomes: dict) -> dict:
-    """The note column of the batch table, per (exercise, student)."""
-    notes = {}
-    for item in submissions:
-        outcome = outcomes.get(item, Outcome(reason="not graded (the batch was interrupted)"))
-        note = "; ".join(filter(None, [outcome.reason, accounting_notes.get(_key(item))]))
-        status = (outcome.report or {}).get("status", Status.OK)
-        if status != Status.OK:  # timeout, crashed, tampered, ...: the instructor should look
-            note = f"status {status}" + (f"; {note}" if note else "")
-        if outcome.skipped:
-            note = "; ".join(filter(None, [note, "up to date"]))
-        notes[_key(item)] = note
-    return notes
-
-
-def _key(item: Submitted) -> tuple[str, str]:
-    return (item.exercise, item.student)
+        try:
+            pending = batch.plan(submissions, force)
+            if pending:  # longest first: a slow notebook started last keeps the batch waiting
+                pending.sort(key=lambda item: -grading_seconds(item.exercise))
+                # the workers start only now that there is work (pool.worker_pool), and stop
+                # before the scratch folder goes; with --scheduler the pool runs nbgrader's
+                # part only, in one process or more
+                with (
+                    scratch_folder(state) as scratch_dir,
+                    worker_pool(workers, len(pending), always=cluster is not None) as pool,
+                ):
+                    batch.run(pending, pool, scratch_dir, cluster)
+            return summarize(api, course, submissions, accounting, batch.outcomes)
+        except Stopped as stop:
+            return stopped(stop.name, stop.signum, submissions, batch.outcomes)
+        except EnvironmentFailure as error:
+            kept = sum(1 for o in batch.outcomes.values() if not o.failed and not o.skipped)
+            if not kept:
+                raise
+            message = f"{error} ({kept} submission(s) graded before are kept)"
+            raise EnvironmentFailure(message) from error

@@ -19,9 +19,14 @@ class Graded:
 @dataclass(frozen=True)
 class Recorded:
     """A worker's result for one submission: what nbgrader's autograde wrote into the scratch
-    gradebook (`extracted`, see scratch.extract), the report, why it could not be graded."""
+    gradebook (`extracted`, see scratch.extract) and the scratch folder it wrote the autograded
+    notebook into (`autograded`, None if it wrote none), the report, why it could not be graded.
+    With `environment` set, it was not graded at all: that says what failed (a write, the
+    gradebook database), and nothing of it is recorded."""
 
     extracted: dict
     report: dict | None
     reason: str | None
     log: str  # nbgrader's log when it failed on the notebook
+    autograded: str | None = None
+    environment: str | None = None

@@ -6,14 +6,66 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import signal
+from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 
+class Workers:
+    """The batch's worker processes. A pool whose worker died is broken for good (every
+    submission it held fails), so the batch replaces it (`renew`); `stop` ends them at once."""
+
+    def __init__(self, count: int, context) -> None:
+        from autograder.batch import recorder
+
+        self.count, self.context = count, context
+        self.identity = recorder.batch_identity()
+        self.generation = 0
+        self.pool = self._new()
+
+    def _new(self) -> ProcessPoolExecutor:
+        from autograder.batch import recorder
+
+        return ProcessPoolExecutor(
+            max_workers=self.count,
+            mp_context=self.context,
+            initializer=recorder.start_worker,
+            initargs=(self.identity,),
+        )
+
+    def submit(self, function, *args) -> Future:
+        return self.pool.submit(function, *args)
+
+    def renew(self) -> None:
+        """A new pool for the broken one (the fork server is started again if it died too)."""
+        broken, self.pool = self.pool, self._new()
+        self.generation += 1
+        broken.shutdown(wait=True, cancel_futures=True)
+
+    def stop(self) -> None:
+        """Kill the workers (their sandboxes die with them) and wait for the pool to end: what
+        they were grading is in their scratch, never in the course."""
+        import tempfile
+
+        from autograder.sandbox.plumbing import sweep_runtime_roots
+
+        processes = getattr(self.pool, "_processes", None) or {}
+        for process in list(processes.values()):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.kill()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        sweep_runtime_roots(Path(tempfile.gettempdir()))  # their sandboxes' runtime copies
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 @contextlib.contextmanager
-def worker_pool(workers: int, jobs: int, always: bool = False):
+def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Workers | None]:
     """The batch's worker processes for `jobs` submissions: at most `workers` and no more than
-    there are jobs (None for one worker and not `always`: grading runs in this process).
+    there are jobs (None for one worker and not `always`: grading runs in this process). They
+    are stopped at once when the block ends with an exception (a stop, a failure).
 
     The caller opens the pool only once it knows there is work: a usage error, an empty course
     or a batch whose submissions are all up to date starts no process. (The workers used to
@@ -27,23 +79,84 @@ def worker_pool(workers: int, jobs: int, always: bool = False):
     batch of the demo went from about 50 s to 42-44 s. Each worker watches this process and
     dies with it (recorder._die_with_batch), and the fork server ends once no worker is left,
     so a killed batch leaves no worker, fork server or sandbox behind. The fork server's
-    socket is in a private 0700 directory, out of the jail's sight, and a sandbox outside the
-    jail cannot create UNIX sockets."""
+    socket is in a private 0700 directory, out of the jail's sight (claim_temp_dir), and a
+    sandbox outside the jail cannot create UNIX sockets."""
     if workers <= 1 and not always:
         yield None
         return
     from autograder.batch import recorder
 
-    pool = ProcessPoolExecutor(
-        max_workers=max(min(workers, jobs), 1),
-        mp_context=pool_context(recorder.WORKER_MODULES),
-        initializer=recorder.start_worker,
-        initargs=(recorder.batch_identity(),),
-    )
+    claim_temp_dir()
+    end_fork_server_at_exit()
+    pool = Workers(max(min(workers, jobs), 1), pool_context(recorder.WORKER_MODULES))
     try:
         yield pool
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    except BaseException:
+        pool.stop()
+        raise
+    pool.shutdown()
+
+
+_EXIT_HOOKED: set[int] = set()  # the processes whose exit ends their fork server
+
+
+def end_fork_server_at_exit() -> None:
+    """When this process exits, its fork server (if it started one) is killed instead of left
+    to notice the exit and tear down its torch and nbgrader, which takes about 1.3 s during
+    which it still holds the batch's stdout and stderr (a pipe reading them waits; a stopped
+    batch looked slow to end). Only at exit: concurrent.futures has joined every pool of the
+    process by then, so no pool can need the server any more; killing it as one pool stops
+    would break another pool of the same process starting a worker through it."""
+    import atexit
+
+    owner = os.getpid()
+    if owner in _EXIT_HOOKED:
+        return
+    _EXIT_HOOKED.add(owner)
+
+    def end() -> None:
+        if os.getpid() != owner:  # a forked child inherited the hook: not its server
+            return
+        import multiprocessing.forkserver
+
+        server = getattr(multiprocessing.forkserver, "_forkserver", None)
+        pid = getattr(server, "_forkserver_pid", None)
+        if isinstance(pid, int):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+    atexit.register(end)  # after multiprocessing's own hook, so it runs before that one
+
+
+MARK = "attn-grade-batch"  # in multiprocessing's temp folder: "PID STARTTIME" of its batch
+
+
+def claim_temp_dir() -> Path:
+    """multiprocessing's temp folder of this process (pymp-*, where the fork server's socket
+    goes; removed when the batch exits, not when it is killed), marked as this batch's; and the
+    marked folders of batches that were killed are removed (another process's pymp-* folder,
+    unmarked, is never touched)."""
+    import multiprocessing.util
+    import shutil
+    import tempfile
+
+    from autograder.batch import recorder
+
+    for mark in Path(tempfile.gettempdir()).glob(f"pymp-*/{MARK}"):
+        try:
+            pid, started = mark.read_text().split()
+            gone = recorder.process_start_time(int(pid)) != started
+        except OSError:
+            gone = True  # no such process
+        except ValueError:
+            continue
+        if gone:
+            shutil.rmtree(mark.parent, ignore_errors=True)
+    folder = Path(multiprocessing.util.get_temp_dir())
+    mine, since = recorder.batch_identity()
+    (folder / MARK).write_text(f"{mine} {since}")
+    return folder
 
 
 def pool_context(modules):

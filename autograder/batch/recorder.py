@@ -7,7 +7,10 @@ wrote comes back as plain data for the batch parent to merge into the course's g
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
+import sys
 import uuid
 from pathlib import Path
 
@@ -15,8 +18,21 @@ from autograder.core.speedups import skip_slow_optional_imports
 
 skip_slow_optional_imports()  # the pool's fork server imports this module first: 0.9 s less
 
+from autograder.audit.gradebook import gradebook_name  # noqa: E402
 from autograder.batch import scratch  # noqa: E402
 from autograder.batch.messages import Graded, Recorded  # noqa: E402
+from autograder.batch.retry import (  # noqa: E402
+    AGAIN,
+    FILE_DELAYS,
+    quiet_database_tracebacks,
+    retrying,
+)
+from autograder.core import faults  # noqa: E402
+from autograder.core.errors import (  # noqa: E402
+    EnvironmentFailure,
+    describe_failure,
+    environment_cause,
+)
 from autograder.course.api import nbgrader_api  # noqa: E402
 
 
@@ -51,37 +67,123 @@ def zero_grades(api, exercise: str, student: str, reason: str) -> None:
         gradebook.db.commit()
 
 
+class Caught(logging.Handler):
+    """The last exception nbgrader caught and logged while it ran (its result holds only the
+    text): nbgrader logs each failure inside its `except` block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last: BaseException | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = record.exc_info[1] if record.exc_info else sys.exc_info()[1]
+        if error is not None:
+            self.last = error
+
+
+@functools.cache
+def _autograde_app():
+    """nbgrader's Autograde, with the fault point `autograde` inside its own error handling."""
+    from nbgrader.converters import Autograde
+
+    class WorkerAutograde(Autograde):
+        def init_assignment(self, assignment_id: str, student_id: str) -> None:
+            faults.reach("autograde")
+            super().init_assignment(assignment_id, student_id)
+
+    return WorkerAutograde
+
+
+def run_autograde(api, exercise: str, student: str) -> tuple[dict, BaseException | None]:
+    """nbgrader's autograde of one submission, as NbGraderAPI.autograde runs it (force, create
+    the student), and the last exception it caught."""
+    from nbgrader.utils import capture_log, temp_attrs
+
+    caught = Caught()
+    with temp_attrs(api.coursedir, assignment_id=exercise, student_id=student):
+        app = _autograde_app()(coursedir=api.coursedir, parent=api)
+        app.force, app.create_student = True, True
+        app.log.addHandler(caught)
+        try:
+            result = capture_log(app)
+        finally:
+            app.log.removeHandler(caught)
+    return result, caught.last
+
+
+def environment_text(error: BaseException) -> str | None:
+    """What an environment failure says (None: `error` is not one)."""
+    if isinstance(error, EnvironmentFailure):
+        return str(error)
+    cause = environment_cause(error)
+    return None if cause is None else f"{describe_failure(cause)}; {AGAIN}"
+
+
 class Recorder:
     def __init__(self, course: Path, db_url: str | None, scratch_dir: Path):
         main = nbgrader_api(course, db_url)
         self.course_id = main.coursedir.course_id
-        path = Path(scratch_dir) / f"gradebook-{os.getpid()}-{uuid.uuid4().hex[:8]}.db"
-        self.api = nbgrader_api(course, scratch.create(main.coursedir.db_url, path))
+        tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        path = Path(scratch_dir) / f"gradebook-{tag}.db"
+
+        def create() -> str:
+            path.unlink(missing_ok=True)  # a try cut short
+            return scratch.create(main.coursedir.db_url, path)
+
+        url = retrying(create, f"reading the gradebook {gradebook_name(main.coursedir.db_url)}")
+        self.api = nbgrader_api(course, url)
+        # nbgrader writes the autograded folders here; the batch moves each into the course
+        out = Path(scratch_dir) / f"autograded-{tag}"
+        coursedir = self.api.coursedir
+        coursedir.autograded_directory = os.path.relpath(out, coursedir.root)
 
     def record(
         self, exercise: str, student: str, path: str, graded: Graded | None = None
     ) -> Recorded:
         """Grade (unless `graded`, a grade_file() result from elsewhere, is given), autograde
-        with nbgrader into the scratch gradebook, and return what to merge, with the report
-        and, for a notebook that could not be graded, the reason."""
+        with nbgrader into the scratch gradebook and folder, and return what to merge, with the
+        report and, for a notebook that could not be graded, the reason. A failure of the
+        environment (retried first) is returned as such: nothing of it is the student's."""
+        try:
+            return self._record(exercise, student, path, graded)
+        except Exception as error:
+            text = environment_text(error)
+            if text is None:
+                raise
+            return Recorded({}, None, None, "", environment=text)
+
+    def _record(self, exercise: str, student: str, path: str, graded: Graded | None) -> Recorded:
         from autograder.nbgrader_plugins.preprocessors import HANDOFF
 
         graded = graded or grade_file(exercise, student, path)
         report, reason = graded.report, graded.reason
-        log = ""
+        log, built = "", None
         if graded.key is not None and graded.report is not None:
-            with HANDOFF.offering(graded.key, graded.report):
-                result = self.api.autograde(exercise, student, force=True, create=True)
-                written = HANDOFF.written()
-            report = written.to_dict() if written is not None else None
+            key, offered = graded.key, graded.report
+
+            def autograde() -> tuple[dict, dict | None]:
+                with HANDOFF.offering(key, offered):
+                    result, failure = run_autograde(self.api, exercise, student)
+                    written = HANDOFF.written()
+                if isinstance(failure, KeyboardInterrupt):  # a stop nbgrader caught: not a result
+                    raise failure
+                cause = environment_cause(failure)
+                if not result.get("success") and cause is not None:
+                    raise EnvironmentFailure(describe_failure(cause)) from failure
+                return result, written.to_dict() if written is not None else None
+
+            what = f"{student}/{exercise}: nbgrader's autograde"
+            result, report = retrying(autograde, what, delays=FILE_DELAYS)
+            coursedir = self.api.coursedir
+            built = coursedir.format_path(coursedir.autograded_directory, student, exercise)
             if not result.get("success"):
                 reason = "nbgrader could not process the notebook (see the log)"
-                log = str(result.get("error") or result.get("log", ""))[-4000:]
-                report = None
+                log = str(result.get("log") or result.get("error", ""))[-4000:]
+                report, built = None, None
         if reason:
             zero_grades(self.api, exercise, student, reason)
         extracted = scratch.extract(self.api.coursedir.db_url, self.course_id, exercise, student)
-        return Recorded(extracted, report, reason or None, log)
+        return Recorded(extracted, report, reason or None, log, built)
 
 
 _WORKER: Recorder | None = None
@@ -169,8 +271,14 @@ def start_worker(batch: tuple[int, str]) -> None:
     says for which course and scratch directory."""
     import importlib
     import multiprocessing.util
+    import signal
 
     _die_with_batch(batch)
+    # Ctrl-C reaches the whole process group: the batch stops its workers itself (and a worker
+    # interrupted while it waits for work would print a traceback). A handler, not SIG_IGN:
+    # the sandboxes a worker starts get the default back at exec.
+    signal.signal(signal.SIGINT, lambda *_: None)
+    quiet_database_tracebacks()
     multiprocessing.util.Finalize(None, _end_worker, exitpriority=0)
     for name in WORKER_MODULES:
         importlib.import_module(name)
@@ -184,6 +292,12 @@ def record_in_worker(
     global _WORKER, _SETUP
     if _WORKER is None or _SETUP != setup:
         course, db_url, scratch_dir = setup
-        _WORKER = Recorder(Path(course), db_url, Path(scratch_dir))
+        try:
+            _WORKER = Recorder(Path(course), db_url, Path(scratch_dir))
+        except Exception as error:
+            text = environment_text(error)  # sent back as text: exceptions lose their cause
+            if text is None:
+                raise
+            return Recorded({}, None, None, "", environment=text)
         _SETUP = setup
     return _WORKER.record(exercise, student, path, graded)

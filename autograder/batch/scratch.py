@@ -1,4 +1,5 @@
-"""Per-worker scratch gradebooks, merged into the course's gradebook one submission at a time.
+"""Per-worker scratch gradebooks and autograded folders, merged into the course one submission
+at a time.
 
 nbgrader's autograde writes its gradebook many times per notebook; with sqlite only one process
 may write, which made the nbgrader half of every batch serial. Each batch worker therefore
@@ -7,12 +8,22 @@ definitions (assignments, notebooks, cells), extracts what autograde wrote for t
 (`extract`), and the batch parent writes that into the real gradebook, any SQLAlchemy URL, in
 one transaction per submission (`merge`). nbgrader's rule for manual grades is applied against
 the real gradebook: a grade that was graded by hand stays flagged for review.
+
+nbgrader's autograde writes its autograded folder into the worker's scratch too; the parent
+moves it into COURSE/autograded (`place`) just before it merges the grades. A batch stopped or
+killed at any moment therefore leaves every submission with the folder that matches its grades
+(or, for an instant, none: the rerun regrades it); nbgrader writing there directly deleted the
+folder of a submission under `--force` whose grading was then cut short.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
+import os
+import shutil
+import uuid
 from pathlib import Path
 
 from autograder.core import faults
@@ -116,3 +127,39 @@ def merge(url: str, course_id: str, extracted: dict) -> None:
             for comment in notebook.comments:
                 if comment.name in data["comments"]:
                     comment.auto_comment = data["comments"][comment.name]
+
+
+def place(built: Path | None, target: Path, trash: Path) -> None:
+    """Make `built` (a worker's autograded folder of one submission; None: nbgrader made none)
+    the folder at `target` (COURSE/autograded/STUDENT/EXERCISE): the old one is moved into
+    `trash`, the new one moved in (the old one back if that fails), then the old one removed."""
+    faults.reach("place")
+    folder = target.parent
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder))
+    folder.mkdir(parents=True, exist_ok=True)
+    old = None
+    if target.exists() or target.is_symlink():
+        trash.mkdir(parents=True, exist_ok=True)
+        old = trash / uuid.uuid4().hex
+        _move(target, old)
+    if built is not None:
+        try:
+            _move(built, target)
+        except BaseException:
+            if old is not None:
+                _move(old, target)
+            raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _move(source: Path, target: Path) -> None:
+    """A rename, or a copy and delete across file systems."""
+    try:
+        os.rename(source, target)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        shutil.copytree(source, target, symlinks=True)
+        shutil.rmtree(source)

@@ -1,9 +1,36 @@
-"""The batch table `attn-grade autograde` prints: one line per submission."""
+"""What `attn-grade autograde` says at its end: the table (one line per submission), the item
+analysis, what was not graded and why, and the exit code."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from autograder.audit import log as audit
+from autograder.core.errors import EnvironmentFailure
+from autograder.core.status import Status
+
+ENVIRONMENT, GRADER = "environment", "grader"  # Outcome.failed
+
+
+@dataclass(frozen=True)
+class Submitted:
+    exercise: str
+    student: str
+    path: Path
+
+
+@dataclass
+class Outcome:
+    """What the batch table and the item analysis need of one submission."""
+
+    reason: str | None = None  # why it was not graded, if it was not
+    report: dict | None = None
+    skipped: bool = False  # up to date: graded by an earlier batch
+    failed: str | None = None  # not graded by this run: ENVIRONMENT (exit 5) or GRADER (exit 1)
 
 
 def written_state(submission) -> str:
@@ -25,7 +52,7 @@ def written_state(submission) -> str:
 
 def score_table(api, submissions: Sequence[Any], notes: dict) -> str:
     """One line per submission (engine.Submitted): student, exercise, auto score, the written
-    answer's state (written_state) and the note (engine.table_notes)."""
+    answer's state (written_state) and the note (table_notes)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     width = max([len(item.student) for item in submissions] + [len("student")])
@@ -44,3 +71,74 @@ def score_table(api, submissions: Sequence[Any], notes: dict) -> str:
                 f"{item.student:<{width}} {item.exercise:<28} {auto:>9}  {manual:<8}  {note}"
             )
     return "\n".join(rows)
+
+
+def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
+    """The batch table, the item analysis and the exit code: 5 when the environment failed
+    on some submission, 1 when some could not be graded for another reason, else 0."""
+    from autograder.core.results import GradeReport
+    from autograder.report.item_analysis import format_items, write_item_analysis
+
+    notes = table_notes(submissions, accounting.notes, outcomes)
+    print(score_table(api, submissions, notes))
+    for problem in accounting.problems:
+        print(f"NOT GRADED   {problem}")
+    reports = [
+        GradeReport.from_dict(outcomes[item].report)
+        for item in submissions
+        if item in outcomes and outcomes[item].report
+    ]
+    rows = write_item_analysis(reports, course / "item_analysis.csv")
+    print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
+    print(format_items(rows))
+    print(f"\naudit log: {audit.log_path(course)} (`attn-grade verify` regrades from it)")
+    if accounting.problems:
+        print(f"submissions not graded: {len(accounting.problems)} (listed above)")
+    failed = {kind: [i for i in submissions if outcomes.get(i, Outcome()).failed == kind]
+              for kind in (ENVIRONMENT, GRADER)}  # fmt: skip
+    if failed[GRADER]:
+        print(
+            f"not graded because the grader failed on them: {len(failed[GRADER])} (said "
+            "above); run the batch again to grade them"
+        )
+    if failed[ENVIRONMENT]:
+        print(
+            f"attn-grade autograde: not graded because the environment failed: "
+            f"{len(failed[ENVIRONMENT])} (each said above); nothing of them was recorded: "
+            "run the same command again once it is fixed",
+            file=sys.stderr,
+        )
+        return EnvironmentFailure.exit_code
+    return 1 if accounting.problems or failed[GRADER] else 0
+
+
+def table_notes(submissions, accounting_notes: dict, outcomes: dict) -> dict:
+    """The note column of the batch table, per (exercise, student)."""
+    notes = {}
+    for item in submissions:
+        outcome = outcomes.get(item, Outcome(reason="not graded (the batch was interrupted)"))
+        note = "; ".join(filter(None, [outcome.reason, accounting_notes.get(_key(item))]))
+        status = (outcome.report or {}).get("status", Status.OK)
+        if status != Status.OK:  # timeout, crashed, tampered, ...: the instructor should look
+            note = f"status {status}" + (f"; {note}" if note else "")
+        if outcome.skipped:
+            note = "; ".join(filter(None, [note, "up to date"]))
+        notes[_key(item)] = note
+    return notes
+
+
+def stopped(name: str, signum: int, submissions: list, outcomes: dict) -> int:
+    """The one line a stopped batch says, and its exit code (128 + the signal's number)."""
+    graded = sum(1 for o in outcomes.values() if not o.failed and not o.skipped)
+    left = sum(1 for item in submissions if item not in outcomes or outcomes[item].failed)
+    print(
+        f"attn-grade autograde: stopped by {name}; the {graded} submission(s) graded by this "
+        f"run are kept (gradebook, autograded notebook, audit log) and {left} are not graded: "
+        "run the same command again to grade them",
+        file=sys.stderr,
+    )
+    return 128 + signum
+
+
+def _key(item: Submitted) -> tuple[str, str]:
+    return (item.exercise, item.student)

@@ -12,7 +12,9 @@ from pathlib import Path
 from autograder.cli.audit import add_audit_commands
 from autograder.cli.ci import add_ci_commands, add_ci_grade_options, ci_outputs
 from autograder.cli.common import (
+    EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
+    EXIT_STOPPED,
     EXIT_USAGE,
     course_batch_options,
     course_path,
@@ -22,7 +24,7 @@ from autograder.cli.common import (
     scheduler_options,
 )
 from autograder.cli.lms import add_lms_commands
-from autograder.core.errors import AttnGradeError
+from autograder.core.errors import AttnGradeError, describe_failure, environment_cause
 from autograder.core.speedups import skip_slow_optional_imports
 from autograder.core.text import clean_text
 from autograder.exercises import (
@@ -304,7 +306,18 @@ def main(argv: list[str] | None = None) -> int:
     except AttnGradeError as error:
         print(f"attn-grade {args.command}: {clean_text(error)}", file=sys.stderr)
         return error.exit_code
+    except KeyboardInterrupt:
+        print(f"attn-grade {args.command}: stopped by SIGINT", file=sys.stderr)
+        return EXIT_STOPPED
     except Exception as error:  # noqa: BLE001 - never a traceback or a misleading exit code
+        cause = environment_cause(error)
+        if cause is not None:  # not the grader's bug: what failed, where, what to do
+            print(
+                f"attn-grade {args.command}: {clean_text(describe_failure(cause), 2000)}; "
+                "fix it and run the same command again",
+                file=sys.stderr,
+            )
+            return EXIT_ENVIRONMENT
         print(
             f"attn-grade {args.command}: internal error: {type(error).__name__}: "
             f"{clean_text(error, 2000)}",

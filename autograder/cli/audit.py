@@ -19,6 +19,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         student=args.student,
         every=args.all,
         workers=args.workers,
+        db_url=args.db,
     )
 
 
@@ -55,6 +56,11 @@ def add_audit_commands(commands, formatter: type[argparse.HelpFormatter]) -> Non
     verify.add_argument("--student", help="only this student's records")
     verify.add_argument(
         "--all", action="store_true", help="every record, not only the latest per submission"
+    )
+    verify.add_argument(
+        "--db",
+        help="gradebook as an SQLAlchemy URL (default: the course's), checked against "
+        "the latest record of each submission",
     )
     verify.set_defaults(run=cmd_verify)
     regrade.add_argument(

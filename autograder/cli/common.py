@@ -9,6 +9,8 @@ from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE, LEVELS
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_ENVIRONMENT = 5  # a file could not be written or read, the database was away: not a bug
+EXIT_STOPPED = 130  # Ctrl-C (128 + SIGINT), as a shell reports it
 EXIT_BELOW_THRESHOLD = 1  # `grade --fail-under`
 EXIT_UNFINISHED = 1  # `lms-grades`: a grade is not final (nothing written without --partial)
 

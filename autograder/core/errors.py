@@ -1,7 +1,8 @@
 """The exceptions of the grader, in two trees.
 
 - `AttnGradeError`: the grader's own errors, each mapped to an exit code by the CLI (anything
-  else that escapes a command is an internal error, exit 3).
+  else that escapes a command is an internal error, exit 3, except a failure of the
+  environment, `environment_cause`, exit 5).
 - `GradedOutcome`: what a submission earns, raised while grading and always caught by the
   grader, which records it as a status and messages (a failed check, student code that raised,
   a sandbox that died, a notebook that cannot be read). Never an exit code, never blamed on the
@@ -42,6 +43,50 @@ class IsolationError(AttnGradeError):
     requested level is not available on this host. The message says what is missing."""
 
     exit_code = 4
+
+
+class EnvironmentFailure(AttnGradeError):
+    """What the grader relies on failed, not the grader and never the student: a file could not
+    be written or read (a full disk, a folder that cannot be written), the gradebook's database
+    was unreachable or cannot be read. It was retried where that can help; nothing was recorded
+    for what it touched, and the same command run again once it is fixed does that work. The
+    message says what failed, on which file or database, and what to do."""
+
+    exit_code = 5
+
+
+# Errors of a database (SQLAlchemy's and the drivers'), by class name: connection lost or
+# refused, locked, disk full (OperationalError), a broken connection (InterfaceError), a file that
+# is not a database (DatabaseError itself; its other subclasses are a program's errors).
+DATABASE_ERRORS = ("OperationalError", "InterfaceError", "DatabaseError")
+DATABASE_MODULES = ("sqlalchemy", "sqlite3", "psycopg")
+
+
+def is_database_failure(error: BaseException) -> bool:
+    kind = type(error)
+    return kind.__name__ in DATABASE_ERRORS and kind.__module__.startswith(DATABASE_MODULES)
+
+
+def environment_cause(error: BaseException | None) -> BaseException | None:
+    """The OSError or database failure behind `error` (itself, or what it was raised from or
+    while handling), else None: a failure of the environment, not of the grader."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) or is_database_failure(error):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def describe_failure(error: BaseException) -> str:
+    """One line on an environment failure: `Not a directory: '/c/autograded/bob'`, or the
+    database's own first line (no SQL, no parameters)."""
+    if isinstance(error, OSError) and error.strerror:
+        where = error.filename if error.filename is not None else ""
+        return f"{error.strerror}: {where!s}" if where != "" else error.strerror
+    text = str(getattr(error, "orig", None) or error).strip()
+    return (text.splitlines() or [type(error).__name__])[0]
 
 
 class GradedOutcome(Exception):

@@ -16,7 +16,7 @@ import hashlib
 from functools import cache
 from pathlib import Path
 
-CHECKS_VERSION = "13"
+CHECKS_VERSION = "14"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 # Relative to the package: every file below these decides points.
 POINTS_DECIDED_BY = (

@@ -20,6 +20,7 @@ from autograder.core.errors import CheckFailed
 from autograder.core.results import CheckResult
 from autograder.exercises import EXERCISES, mistakes_module, short_name
 from autograder.grading.causes import explain_undefined
+from autograder.grading.diagnoses import Diagnoses
 from autograder.grading.set_aside import CURRENT, SetAside
 from autograder.grading.submission import StudentError, Submission, Unavailable
 from autograder.sandbox.process import SandboxDied
@@ -71,6 +72,7 @@ class GradingPlugin:
         self._requires: dict[str, tuple[str, ...]] = {}
         self._upstream: dict[str, tuple[str, ...]] = {}
         self._set_aside: dict[str, SetAside] = {}
+        self._diagnoses = Diagnoses(exercise, submission)
 
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
@@ -133,6 +135,15 @@ class GradingPlugin:
             )
         return result
 
+    def _rerun(self, item: pytest.Item) -> None:
+        """Run a check again, with fixtures as fresh as the first time (grading/diagnoses.py)."""
+        funcargs = getattr(item, "funcargs", {})
+        seed = funcargs.get("seed", derive_seed(self.base_seed, item.name))
+        names = item._fixtureinfo.argnames  # type: ignore[attr-defined]
+        kwargs = {n: np.random.default_rng(seed) if n == "rng" else funcargs[n] for n in names}
+        self._submission.seed(seed)
+        item.obj(**kwargs)  # type: ignore[attr-defined]
+
     @pytest.fixture(scope="session")
     def submission(self) -> Submission:
         return self._submission
@@ -157,6 +168,7 @@ class GradingPlugin:
     def _seeded_child(self, request: pytest.FixtureRequest, seed: int) -> None:
         """Seed the child's global RNGs before every check, so that objects the student's code
         creates with unseeded initialisation are the same on every regrade."""
+        self._submission.calls.clear()
         try:
             self._submission.seed(seed)
         except (Unavailable, SandboxDied, StudentError):
@@ -198,6 +210,12 @@ class GradingPlugin:
             error = call.excinfo.value
             message, mistake = student_message(error)
             message = explain_undefined(message, list(self._submission.cell_failures.values()))
+            if (
+                mistake is None
+                and report.when == "call"
+                and isinstance(error, CheckFailed | StudentError)
+            ):
+                message += self._diagnoses.explain(lambda: self._rerun(item))
             if not isinstance(error, CheckFailed | StudentError | SandboxDied | Unavailable):
                 self.internal_errors.append(
                     f"{item.name}: " + "".join(traceback.format_exception(error))

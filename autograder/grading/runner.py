@@ -200,6 +200,8 @@ def _grade_loaded(
             report.status = submission.status
         if submission.tampered:
             report.checks = [withheld(check) for check in report.checks]
+        if submission.isolation:  # as the (last) sandbox ran: warm, or cold where it had to be
+            report.isolation = submission.isolation
         report.messages += [failure.note() for failure in submission.cell_failures.values()]
         report.messages += submission.events
         if demos and reason is None and loaded.demos:

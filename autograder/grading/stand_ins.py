@@ -144,6 +144,10 @@ class StandIns:
         self._stand_ins[number] = StandIn(name, stand_in)
         return number
 
+    def active(self) -> bool:
+        """Whether a stand-in is swapped in now."""
+        return bool(self._stand_ins)
+
     def swap_out(self, number: int) -> None:
         """Forget a stand-in and everything it made (its proxies in the child stop working)."""
         self._stand_ins.pop(number, None)

@@ -17,6 +17,7 @@ import numpy as np
 from autograder.core.errors import StudentError, Unavailable
 from autograder.core.status import Status, worse
 from autograder.grading.causes import CellFailure, cell_failure
+from autograder.grading.fresh_calls import Call, FreshCalls
 from autograder.grading.handle import Handle
 from autograder.grading.outputs import checked_outputs
 from autograder.grading.stand_ins import StandIns
@@ -27,6 +28,7 @@ from autograder.sandbox.process import Sandbox, SandboxDied
 
 MAX_NOTES = 20  # notes (ignored magics, ...) kept per cell
 MAX_NOTE = 300  # characters per note
+MAX_CALLS = 400  # calls of one check kept for its diagnosis
 
 
 class Skipped(Unavailable):
@@ -79,6 +81,10 @@ class Submission:
     _borrowed: Sandbox | None = None
     # the contract's stand-ins swapped in (they run here; the child calls them back)
     stand_ins: StandIns = field(init=False)
+    # while a failed check runs again to diagnose it (grading/diagnoses.py): every call made
+    # fresh, and the calls of the check being run
+    fresh: FreshCalls | None = None
+    calls: list[Call] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.stand_ins = StandIns(self)
@@ -165,7 +171,7 @@ class Submission:
         self.sandbox = sandbox
         sandbox.on_callback = self.stand_ins.serve
         self.generation += 1
-        self.isolation = sandbox.isolation.describe()
+        self.isolation = sandbox.describe()  # the level, and whether the child was warm
         self._run_program()
         self._block_stuck()
 
@@ -295,6 +301,8 @@ class Submission:
         what: str | None = None,
         owner: str | None = None,
     ):
+        if self.fresh is not None:
+            target = self.fresh.before(target, method, args, kwargs)
         encoder = wire.Encoder(fallback=self.stand_ins.tag)
         header = {
             "op": "call",
@@ -319,6 +327,10 @@ class Submission:
             self.stuck[key] = f"{label} stopped the notebook's process earlier ({died.status})"
             self.events.append(f"{label} is skipped from now on")
             raise
+        if self.fresh is not None:
+            self.fresh.after(target, method, args, kwargs, value)
+        if len(self.calls) < MAX_CALLS:
+            self.calls.append(Call(target, method, args, kwargs, value))
         if record_warnings:
             return value, [str(w) for w in response.get("warnings") or []]
         return value

@@ -48,23 +48,30 @@ class FeedbackExporter(HTMLExporter):
         ours.HTMLExporter.template_name = "attn_feedback"
         ours.HTMLExporter.extra_template_basedirs = [str(TEMPLATES), handlers.template_path]
         ours.HTMLExporter.sanitize_html = True
-        # so that our template can extend nbgrader's as 'feedback/index.html.j2'
+        ours.HTMLExporter.exclude_anchor_links = True  # a "¶" link in every heading, unlabelled
+        # so that our template can extend nbgrader's as 'feedback/index.html.j2', and include
+        # the style it shares with formgrader's page as 'attn_common/pages.css'
         paths = list(ours.HTMLExporter.get("extra_template_paths", []))
-        ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path]
+        ours.HTMLExporter.extra_template_paths = [*paths, handlers.template_path, str(TEMPLATES)]
         super().__init__(config=ours, **kwargs)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         """Each cell numbered as the grader's messages number it ("cell 10": its place in the
-        submitted notebook, counting from 1), so that a note points at a cell on the page."""
+        submitted notebook, counting from 1), so that a note points at a cell on the page; a
+        check cell without the number nbgrader reads its partial credit from (its output says
+        the points in words); a figure described in the page's language."""
         nb = copy.deepcopy(nb)
+        lang = language(nb.metadata)
         number = 0
         for index, cell in enumerate(nb.cells):
             if index == 0 and is_report_cell(cell):
                 continue  # added by autograde in front of the student's cells
             number += 1
             cell.metadata["attn_cell"] = number
+            if cell.get("cell_type") == "code":
+                alt = words("a figure drawn by cell %s", lang) % number
+                cell.outputs = _shown_outputs(cell, alt)
         output, resources = super().from_notebook_node(nb, resources, **kw)
-        lang = language(nb.metadata)
         return output.replace("<html>", f'<html lang="{lang}">', 1), resources
 
     @pass_context
@@ -90,6 +97,20 @@ class FeedbackExporter(HTMLExporter):
         yield ("clean_html", clean_output_html)  # outputs and comments: the same allow-list
         yield ("t", _translate)
         yield ("mathml", lambda markdown: math_to_mathml(neutralise_tex(markdown)))
+
+
+def _shown_outputs(cell, alt: str) -> list:
+    """The outputs of a code cell as the student sees them: a check cell's execute_result
+    (nbgrader's partial credit, the points its stream output states) left out; an image without
+    a description described as `alt`."""
+    nbgrader = cell.get("metadata", {}).get("nbgrader", {})
+    check = nbgrader.get("grade") and not nbgrader.get("solution")
+    outputs = cell.get("outputs", [])
+    shown = [o for o in outputs if not (check and o.output_type == "execute_result")]
+    for output in shown:
+        if any(kind.startswith("image/") for kind in output.get("data", {})):
+            output.setdefault("metadata", {}).setdefault("alt", alt)
+    return shown
 
 
 @pass_context

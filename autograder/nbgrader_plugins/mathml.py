@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 
+MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 # a backslash, also as an HTML character reference (`&#92;`, `&#x5c;`, `&bsol;`, `&amp;#92;`)
 _BACKSLASH = r"(?:\\|&(?:amp;)*(?:#0*92|#[xX]0*5[cC]|bsol);?)"
 # MathJax macros that set CSS, links, ids or classes, or load extensions
@@ -45,7 +46,9 @@ def _mathml(latex: str, display: bool) -> str | None:
     except Exception:  # noqa: BLE001 - LaTeX it cannot read stays as written
         return None
     text = lambda match: ">" + "".join(_MARKDOWN.get(c, c) for c in match[1]) + "<"  # noqa: E731
-    return re.sub(r">([^<]+)<", text, mathml)
+    # without the namespace attribute, which HTML does not need: nbconvert's heading renderer
+    # (an XML parser) would make it `ns0:math`, which no browser renders and the allow-list drops
+    return re.sub(r">([^<]+)<", text, mathml.replace(f' xmlns="{MATHML_NS}"', "", 1))
 
 
 def math_to_mathml(markdown: str) -> str:

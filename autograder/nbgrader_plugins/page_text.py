@@ -32,7 +32,7 @@ PAGE_WORDS = (
     "FAILED",
     "no automatic checks belong to this cell",
     "note",
-    "points for this cell: %s of %s (the number below)",
+    "points for this cell: %s of %s",
     "Score",
     "Your code",
     "Your written answer",
@@ -49,6 +49,7 @@ PAGE_WORDS = (
     "under review: changed since it was graded (earlier grade %s / %s)",
     "Late submission penalty",
     "cell",
+    "a figure drawn by cell %s",
     "No response.",
 )
 

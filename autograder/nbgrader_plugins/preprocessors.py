@@ -232,7 +232,7 @@ class GradeWithChecks(NbGraderPreprocessor):
                     f"({words('note', lang)}: {message(student_words(report.status), lang)})"
                 )
             possible = nbgrader.get("points", 0)
-            total = words("points for this cell: %s of %s (the number below)", lang)
+            total = words("points for this cell: %s of %s", lang)
             lines.append(total % (f"{earned:g}", f"{possible:g}"))
             cell.outputs = [
                 from_dict(

@@ -113,13 +113,16 @@ def student_html(source: str, cell_type: str) -> str:
 
 
 def region(body: str, label: str, style: bool) -> str:
-    """`body` in the student's labelled region; `style` inline (formgrader has no CSS of ours),
-    else the classes alone (the feedback page's CSS styles them)."""
+    """`body` in the student's labelled region; `style` inline (formgrader's page may not
+    carry our CSS), else the classes alone (the feedback page's CSS styles them). The region,
+    which may scroll sideways, takes the keyboard's focus and is named by its label."""
     region_style = f' style="{REGION_STYLE}"' if style else ""
     label_style = f' style="{LABEL_STYLE}"' if style else ""
+    name = html.escape(label)
     return (
-        f'<div class="{BLOCK_CLASS} {NO_MATHJAX}"{region_style}>'
-        f'<div class="attn-student-label"{label_style}>{html.escape(label)}</div>'
+        f'<div class="{BLOCK_CLASS} {NO_MATHJAX}" tabindex="0" role="region" aria-label="{name}"'
+        f"{region_style}>"
+        f'<div class="attn-student-label"{label_style}>{name}</div>'
         f'<div class="attn-student-body">{body}</div></div>'
     )
 

@@ -3,10 +3,8 @@ refused.
 
 Levels, strongest first (README "How grading works"):
 - `jail`: bubblewrap. The child sees a minimal filesystem (Python, the importable packages, a
-  private work dir and /tmp on tmpfs), fresh user/pid/net/ipc/uts/cgroup namespaces, an
-  unprivileged uid; plus Landlock inside where the kernel has it.
-- `uid`: root without namespaces (a Docker-style container): the child runs under an
-  unprivileged uid of its own, plus Landlock where the kernel has it.
+  private work dir and /tmp on tmpfs), fresh namespaces, an unprivileged uid, Landlock.
+- `uid`: root without namespaces (a Docker-style container): an unprivileged uid, Landlock.
 - `landlock`: an unprivileged grader on a kernel with Landlock.
 - `rlimits`: resource limits and the process-tree reaper only.
 Every level adds per-submission accounting: a cgroup where the host gives a writable one
@@ -17,14 +15,13 @@ capabilities at EVERY level (`Isolation.separate_uid`); where that uid could not
 installation under a private home), no level but the jail (which binds Python at fresh 0755
 parents) is available to a root grader, and grading is refused with what to change.
 
-Secure by default, at every level, detected or chosen: a level whose child could read the
-hidden files (checks, mistake catalogues, reference) is refused. A level without a filesystem
-view of its own (`uid` without Landlock, `rlimits`) relies on file permissions, so the entry
-points that know the course also call `require_private(level, [course])`: the course (source
-notebooks with the reference, other students' submissions, the gradebook) must be unreadable
-to the sandbox uid (`attn-grade build` writes it so). A same-uid child (`rlimits` under an
-unprivileged grader) can read whatever the grader can: it runs only with
-ATTN_GRADE_TRUSTED_CODE=1, for code that is not a student's (an instructor's own notebooks).
+Secure by default, at every level: a level whose child could read the hidden files (checks,
+mistake catalogues, reference) is refused. A level without a filesystem view of its own (`uid`
+without Landlock, `rlimits`) relies on file permissions, so the entry points that know the
+course also call `require_private(level, [course])`: the course (reference notebooks, other
+submissions, the gradebook) must be unreadable to the sandbox uid (`attn-grade build` writes it
+so). A same-uid child (`rlimits` under an unprivileged grader) can read whatever the grader
+can: only with ATTN_GRADE_TRUSTED_CODE=1, for code that is not a student's.
 """
 
 from __future__ import annotations
@@ -44,6 +41,7 @@ from autograder.sandbox.inside.supervisor import landlock_abi
 LEVELS = ("jail", "uid", "landlock", "rlimits")
 ENVIRONMENT_VARIABLE = "ATTN_GRADE_ISOLATION"
 TRUSTED_CODE_VARIABLE = "ATTN_GRADE_TRUSTED_CODE"  # "1": a same-uid child may read everything
+WARM_VARIABLE = "ATTN_GRADE_WARM"  # "0": every sandbox starts cold (sandbox/warm.py)
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 
 
@@ -60,27 +58,33 @@ class Isolation:
 
     @property
     def separate_uid(self) -> bool:
-        """The child runs under a uid of its own (not the grader's): always under a root
-        grader, whatever the level, so that no child ever has root's identity or capabilities."""
+        """The child runs under a uid of its own: always under a root grader, at every level."""
         return os.geteuid() == 0
 
     @property
+    def warm(self) -> bool:
+        """Whether sandboxes start forked from a template (sandbox/warm.py): only under a root
+        grader (children under uids of their own); ATTN_GRADE_WARM=0 turns it off."""
+        return self.separate_uid and os.environ.get(WARM_VARIABLE, "").strip() != "0"
+
+    @property
     def own_filesystem_view(self) -> bool:
-        """Whether the child's reads are confined by the sandbox (a jail or Landlock) rather
-        than by file permissions alone."""
+        """The child's reads are confined by a jail or Landlock, not file permissions alone."""
         return self.level == "jail" or (self.level != "rlimits" and self.landlock_abi > 0)
 
-    def describe(self) -> str:
-        """E.g. `jail(bwrap)+landlock-v7+cgroup-v1`, `rlimits+reaper`: recorded in every result."""
+    def describe(self, warm: bool | None = None) -> str:
+        """E.g. `jail(bwrap)+landlock-v7+cgroup-v1+warm`, `rlimits+reaper`: recorded in every
+        result; `warm`: whether the child was forked from a template (default: `self.warm`)."""
         parts = [{"jail": "jail(bwrap)", "uid": "uid", "rlimits": "rlimits"}.get(self.level, "")]
         if self.landlock_abi and self.level != "rlimits":
             parts.append(f"landlock-v{self.landlock_abi}")
         parts.append(f"cgroup-{self.cgroup}" if self.cgroup else "reaper")
+        if self.warm if warm is None else warm:
+            parts.append("warm")
         return "+".join(part for part in parts if part)
 
     def protects_grader(self) -> bool:
-        """Whether the child cannot signal the grading process (pid namespace, another uid,
-        or Landlock's signal scoping, ABI 6)."""
+        """The child cannot signal the grader (pid namespace, uid, Landlock ABI 6 scoping)."""
         return self.level in ("jail", "uid") or self.landlock_abi >= 6
 
     def safe_by_default(self) -> bool:
@@ -120,11 +124,7 @@ def _import_roots() -> list[str]:
     (site-packages, .pth additions) and every site-packages of the Python roots."""
     roots = {p for p in sys.path if p and os.path.isdir(p)}
     for root in python_roots():
-        for pattern in (
-            "lib/python*/site-packages",
-            "lib/python*/dist-packages",
-            "lib64/python*/site-packages",
-        ):
+        for pattern in ("lib*/python*/site-packages", "lib/python*/dist-packages"):  # lib64 too
             roots.update(str(p) for p in Path(root).glob(pattern))
     return sorted(roots)
 

@@ -74,9 +74,11 @@ def command(
     work_bytes: int,
     unprivileged: bool,
     argv: list[str],
+    environment: dict[str, str] | None = None,
 ) -> list[str]:
     """The bubblewrap argv that runs `argv` in the jail. `files` maps a path inside the jail to
-    an open fd whose content bubblewrap copies there (the fd must be passed to the process)."""
+    an open fd whose content bubblewrap copies there (the fd must be passed to the process);
+    `environment`, if given, is the whole environment `argv` gets (else only PATH)."""
     binary = bwrap()
     if binary is None:
         raise IsolationError("bubblewrap (bwrap) is not installed")
@@ -105,6 +107,9 @@ def command(
     for mask in _masks(roots, hidden):
         args += ["--perms", "0555", "--tmpfs", mask, "--remount-ro", mask]
     args += ["--ro-bind", str(runtime_dir), RUNTIME_MOUNT]
+    # made explicitly: as the parent of the files below, bubblewrap would make it 0700, and
+    # the child (not root) could read neither its passwd nor ld.so.cache
+    args += ["--perms", "0755", "--dir", "/etc"]
     for etc in ETC_FILES:
         args += ["--ro-bind-try", etc, etc]
     args += ["--proc", "/proc", "--dev", "/dev"]
@@ -113,7 +118,9 @@ def command(
     for dest, fd in files.items():
         args += ["--perms", "0644", "--file", str(fd), dest]
     args += ["--chmod", "0755", "/"]
-    args += ["--chdir", WORK_MOUNT, "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
+    args += ["--chdir", WORK_MOUNT, "--clearenv"]
+    for name, value in (environment or {"PATH": "/usr/bin:/bin"}).items():
+        args += ["--setenv", name, value]
     return [*args, "--", *argv]
 
 

@@ -25,6 +25,7 @@ from autograder.sandbox.inside.supervisor import children_by_parent
 RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
 SUPERVISOR = RUNTIME_DIR / "supervisor.py"
 SECCOMP = RUNTIME_DIR / "seccomp.py"  # loaded by the supervisor from beside it
+TEMPLATE = RUNTIME_DIR / "template.py"  # the warm start's template (sandbox/warm.py)
 RUNTIME_FILES = (
     "child.py",
     "wire.py",
@@ -247,6 +248,7 @@ def jail_runtime() -> Path:
             shutil.copy(RUNTIME_DIR / name, root / name)
         shutil.copy(SUPERVISOR, root / "supervisor.py")
         shutil.copy(SECCOMP, root / "seccomp.py")
+        shutil.copy(TEMPLATE, root / "template.py")
         for name, content in mpl_font_files().items():
             (root / name).write_bytes(content)
         for path in root.iterdir():

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,26 +16,20 @@ from typing import IO, NoReturn
 
 from autograder.core.errors import GradedOutcome
 from autograder.core.status import Status
-from autograder.sandbox import cgroups, identity, isolation, jail
+from autograder.sandbox import cgroups, identity, isolation, places, warm
 from autograder.sandbox.inside import wire
 from autograder.sandbox.inside.supervisor import descendants
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.plumbing import (
     RUNNING,
     RUNNING_LOCK,
-    RUNTIME_DIR,
-    RUNTIME_FILES,
-    SUPERVISOR,
     DeadlineReader,
     DeadlineWriter,
     _my_children,
     adopt_orphans,
     child_environment,
     cpu_for,
-    jail_files,
-    jail_runtime,
     kill_adopted,
-    mpl_font_files,
     remove_tree,
     spawn,
 )
@@ -61,8 +53,9 @@ class Sandbox:
         self._uid: identity.SandboxUid | None = None
         self._group: cgroups.Group | None = None
         self._pending_event: dict | None = None
+        self.warm = False  # forked from a template (sandbox/warm.py) rather than started cold
         self.workdir: Path | None = None
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen | warm.WarmSupervisor | None = None
         self.pid: int | None = None
         self._output = bytearray()
         self.output_bytes_used = 0  # what the child printed (its limit: limits.output_bytes)
@@ -76,48 +69,28 @@ class Sandbox:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
+        """Start the supervisor and the child: warm (forked from this process's template,
+        sandbox/warm.py) where the level allows it, else, or when the template fails, cold."""
+        template = warm.template_for(self.isolation)
+        if template is not None:
+            try:
+                self._start(template)
+                return
+            except warm.TemplateFailed:
+                self.close()  # nothing was started: the uid, pipes and work dir go
+        self._start(None)
+
+    def _start(self, template: warm.Template | None) -> None:
         iso = self.isolation
+        self.warm = template is not None
         self._uid = identity.acquire() if iso.separate_uid else None
         child_uid = self._uid.uid if self._uid else None
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
         self._output_read, output_write = os.pipe()
-        file_fds: list[int] = []
-        if iso.jail:
-            runtime = jail_runtime()
-            inside_uid = child_uid if child_uid is not None else jail.SANDBOX_USER_ID
-            files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
-            file_fds = [os.open(path, os.O_RDONLY | os.O_CLOEXEC) for path in files.values()]
-            work, script_dir = Path(jail.WORK_MOUNT), jail.RUNTIME_MOUNT
-            command = jail.command(
-                roots=isolation.python_roots(),
-                hidden=isolation.hidden_paths(),
-                runtime_dir=runtime,
-                files=dict(zip(files, file_fds, strict=True)),
-                work_bytes=self.limits.work_bytes,
-                unprivileged=os.geteuid() != 0,
-                argv=[sys.executable, "-s", "-I", f"{script_dir}/supervisor.py"],
-            )
-            # the jail's /proc is its own (pid and network namespaces): all of it is the child's
-            readable = [*isolation.python_roots(), *isolation.SYSTEM_READ, "/proc", script_dir]
-            readable += jail.ETC_FILES + tuple(jail.passwd_files(inside_uid))
-            writable = [str(work), "/tmp", os.devnull]
-            listable = []  # hidden packages are masked by empty directories
-        else:
-            self.workdir = Path(tempfile.mkdtemp(prefix="attn-grade-sandbox-"))
-            work = self.workdir
-            runtime = self.workdir / ".runtime"
-            runtime.mkdir()
-            for name in RUNTIME_FILES:
-                shutil.copy(RUNTIME_DIR / name, runtime / name)
-            for sub in jail.WORK_SUBDIRS:
-                (self.workdir / sub).mkdir()
-            for name, content in mpl_font_files().items():
-                (self.workdir / "mpl" / name).write_bytes(content)
-            script_dir = str(runtime)
-            command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
-            readable, writable = isolation.readable_paths(), [str(work), os.devnull]
-            listable = isolation.listable_paths()
+        where = places.prepare(iso, self.limits, template is not None, child_uid)
+        self.workdir = where.workdir
+        work, script_dir, file_fds = where.work, where.script_dir, where.file_fds
         config = {
             "argv": [
                 sys.executable,
@@ -139,25 +112,31 @@ class Sandbox:
             # ... and a /proc in which the processes of other users are invisible
             "private_proc": not iso.jail and child_uid is not None,
             "landlock": (
-                {"read": readable, "write": writable, "list": listable}
+                {"read": where.readable, "write": where.writable, "list": where.listable}
                 if iso.landlock_abi
                 else None
             ),
+            "fresh": where.fresh,
         }
         adopt_orphans()
         RUNNING_LOCK.acquire()  # spawned and registered before any neighbour's close() looks
         self._known_children = _my_children()
         try:
-            self.process = spawn(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=output_write,
-                pass_fds=(request_read, response_write, output_write, *file_fds),
-                start_new_session=True,
-                cwd=self.workdir or "/",
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-            )
+            if template is not None:
+                self.process = warm.start_supervisor(
+                    template, output_write, [request_read, response_write, output_write]
+                )
+            else:
+                self.process = spawn(
+                    where.command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=output_write,
+                    pass_fds=(request_read, response_write, output_write, *file_fds),
+                    start_new_session=True,
+                    cwd=self.workdir or "/",
+                    env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+                )
             RUNNING.add(self.process.pid)
         finally:
             RUNNING_LOCK.release()
@@ -189,6 +168,10 @@ class Sandbox:
         self.pid = started["pid"]
         self.landlock_abi = started.get("landlock", 0)
         self.request({"op": "ping"}, timeout=self.limits.start_timeout)
+
+    def describe(self) -> str:
+        """The isolation level as the results record it, with whether this child was warm."""
+        return self.isolation.describe(warm=self.warm)
 
     def _stdin(self) -> IO[bytes]:
         if self.process is None or self.process.stdin is None:
@@ -301,6 +284,8 @@ class Sandbox:
         if self.process is not None:
             with RUNNING_LOCK:
                 RUNNING.discard(self.process.pid)
+            if isinstance(self.process, warm.WarmSupervisor):
+                self.process.release()
         if self._group is not None:
             self._group.remove()
             self._group = None

@@ -1,5 +1,7 @@
 """Every catalogued mistake, put into an otherwise correct notebook, fails the check meant for
-it, and that check's message names the mistake."""
+it, and that check's message names the mistake: under five seeds (hidden inputs are seeded per
+student, and a diagnosis that fires only on some inputs names a mistake for one student and
+not for another with the same mistake)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import pytest
 
 from autograder.authoring.catalogue import catalogue_for
 from autograder.exercises import EXERCISES, short_name
+from autograder.grading.plugin import derive_seed
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.render import render_cells
 from tests.conftest import source_notebook, write_notebook
@@ -27,6 +30,15 @@ def test_catalogue_has_at_least_30_mistakes():
     assert len(MISTAKES) >= 30
 
 
+SEEDS = 5  # students (hidden inputs) each mistake is graded for
+
+
+def student_seeds(mistake_id: str) -> list[int]:
+    """Five base seeds, as five students' notebooks would get: other ones for every mistake, so
+    that the catalogue as a whole meets many inputs."""
+    return [derive_seed("a student", mistake_id, number) for number in range(SEEDS)]
+
+
 @pytest.mark.parametrize(("exercise", "mistake_id"), MISTAKES)
 def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path, shared_sandbox):
     mistake = catalogue_for(exercise)[mistake_id]
@@ -34,12 +46,13 @@ def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path, shared_sand
     assert mistake.target in solution_ids, f"{mistake.target} is no solution cell of {exercise}"
     notebook = source_notebook(exercise, replace={mistake.target: mistake.source})
     path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
-    report = grade_notebook(path, only=[mistake.check], shared=shared_sandbox.get())
-    assert [c.name for c in report.checks] == [mistake.check], "the check meant for it must run"
-    result = report.checks[0]
-    assert not result.passed, f"{mistake_id} was not caught by {mistake.check}"
-    assert result.mistake == mistake_id, result.message
-    assert mistake.description in result.message
+    for seed in student_seeds(mistake_id):
+        report = grade_notebook(path, only=[mistake.check], seed=seed, shared=shared_sandbox.get())
+        assert [c.name for c in report.checks] == [mistake.check], "the check meant for it runs"
+        result = report.checks[0]
+        assert not result.passed, f"{mistake_id} was not caught by {mistake.check} (seed {seed})"
+        assert result.mistake == mistake_id, f"seed {seed}: {result.message}"
+        assert mistake.description in result.message
 
 
 def test_every_mistake_has_its_own_source():

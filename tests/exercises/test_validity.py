@@ -30,6 +30,11 @@ def test_nan_and_inf_never_compare_equal():
     assert not close([np.nan], [np.nan], atol=1e-6, rtol=1e-5)
     assert not close([np.inf], [np.inf], atol=1e-6, rtol=1e-5)
     assert not close([1.0, np.nan], [1.0, 2.0], atol=1e-6, rtol=1e-5)
+    # naming (never paying) may see NaN in the same places as agreeing, beside a finite match
+    assert close([1.0, np.nan], [1.0, np.nan], atol=1e-6, rtol=1e-5, same_nan=True)
+    assert not close([np.nan, np.nan], [np.nan, np.nan], atol=1e-6, rtol=1e-5, same_nan=True)
+    assert not close([1.0, np.nan], [np.nan, 1.0], atol=1e-6, rtol=1e-5, same_nan=True)
+    assert not close([1.0, np.nan], [1.0, np.nan], atol=1e-6, rtol=1e-5)
     assert close([0.0, -np.inf], [0.0, -np.inf], atol=0, rtol=0, allow_inf=True)
     assert not close([0.0, np.inf], [0.0, -np.inf], atol=0, rtol=0, allow_inf=True)
     assert not within(float("nan"), float("nan"), 1e-9)

@@ -224,15 +224,29 @@ def test_score_table_names_abnormal_statuses(tmp_path, monkeypatch):
 def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path, capsys):
     from concurrent.futures import Future
 
+    from autograder.batch.dispatch import Dispatcher
     from autograder.batch.engine import Batch, Progress, Submitted, table_notes
+
+    class Pool:
+        count, generation = 2, 0
+
+        def submit(self, call, *args):
+            failing = Future()
+            failing.set_exception(RuntimeError("boom") if args[0] == "alice" else KeyError(1))
+            return failing
 
     batch = Batch(api=None, course=tmp_path, level="jail")
     items = [Submitted(EXERCISE, s, tmp_path / f"{s}.ipynb") for s in ("alice", "worker failed")]
-    failing, fine = Future(), Future()
-    failing.set_exception(RuntimeError("boom"))
-    fine.set_exception(KeyError("other"))
-    batch._collect({failing: items[0], fine: items[1]}, Progress(2, "test"), block=True)
-    assert all(batch.outcomes[item].failed for item in items)
+    progress = Progress(2, "test")
+    dispatcher = Dispatcher(
+        Pool(), None, None, lambda item, why, env: batch.not_graded(item, why, progress, env)
+    )
+    for item in items:
+        dispatcher.add(item, item.student)
+    dispatcher.drain()
+    assert all(batch.outcomes[item].failed == "grader" for item in items)
     notes = table_notes(items, {}, batch.outcomes)
-    assert notes[(EXERCISE, "alice")] == "worker failed (RuntimeError)"
-    assert "2/2" in capsys.readouterr().err
+    assert notes[(EXERCISE, "alice")] == "not graded, the grader failed (said above)"
+    err = capsys.readouterr().err
+    assert "2/2" in err and "alice/ex1_numpy_attention: not graded, the grader failed: " in err
+    assert "worker failed (RuntimeError: boom)" in err

@@ -26,7 +26,7 @@ from tests.support.hostile_course import (
     cells_of,
     feedback,
 )
-from tests.support.pages import ENGLISH_CHROME, page_text
+from tests.support.pages import ENGLISH_CHROME, formgrader_exporter, page_text
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -90,16 +90,7 @@ def test_demo_cells_show_printed_numbers_from_the_sandbox(course):
 
 
 def formgrader_page(course: Path, student: str, exercise: str, out: Path) -> Path:
-    """The submission as formgrader renders it: nbconvert's HTMLExporter with formgrader's own
-    template settings, then the course's nbgrader_config.py on top (nbgrader's order)."""
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
-    from traitlets.config import Config, PyFileConfigLoader
-
-    config = Config()
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config())
+    """The submission as formgrader renders it (tests/support/pages.py)."""
     path = course / "autograded" / student / exercise / f"{exercise}.ipynb"
     resources = {
         "assignment_id": exercise,
@@ -113,7 +104,7 @@ def formgrader_page(course: Path, student: str, exercise: str, out: Path) -> Pat
         "first_name": "",
         "notebook_path": str(path),
     }
-    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    html, _ = formgrader_exporter(course).from_filename(str(path), resources=resources)
     out.write_text(html)
     return out
 
@@ -150,16 +141,17 @@ def test_no_student_markup_runs_in_pages(course, tmp_path, page):
     student_part = dom.split("My answer.", 1)[1]  # the page's own CSS comes before
     # as markup, never only as text (escaped HTML and neutralised TeX show the payload as text)
     # (formgrader's region of the student's text carries our own inline style, nothing else)
-    ours = r'<div class="attn-student-(text|label)[^"]*" style="[^"]*">'
+    # (its attributes in any order: a student's element has no class, the allow-list drops it)
+    ours = r'<div\b[^>]*\sclass="attn-student-(text|label)\b[^"]*"[^>]*>'
     styled = re.sub(ours, "", student_part)
     assert not re.search(r"<[a-z][^>]*\sstyle=", styled, re.I), "a style attribute"
     assert not re.search(r"<[a-z][^>]*\shref=[\"']?\s*javascript:", student_part, re.I)
     assert not re.search(r"<[a-z][^>]*\sid=[\"']?forged", student_part, re.I)
     assert not re.search(r"<m\w+[^>]*\s(style|href|class|id)=", student_part), "MathML attributes"
     assert "<msqrt>" in student_part, "ordinary math still renders as MathML"
-    # formgrader typesets with MathJax in the browser: every cell that holds TeX a student
-    # wrote is a rendered block that MathJax skips (tests/security/test_instructor_pages.py
-    # runs MathJax on both pages)
+    # neither page loads MathJax (their math is MathML); should an instructor's setup add it,
+    # every cell that holds TeX a student wrote is a rendered block that MathJax skips
+    # (tests/security/test_instructor_pages.py adds MathJax to both pages)
     for cell in notebook["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] != "code" and "\\style{" in source:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.batch_faults import Batch, assert_converged, graded, run
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, scores, submission_text
 from tests.support.postgres import postgres  # noqa: F401  (the fixture)
 
@@ -57,15 +58,21 @@ def test_postgres_server_serves_a_fresh_database_on_its_socket_only(postgres):  
         ).fetchone() == (0,)
 
 
-def test_cycle_on_postgresql_grades_as_on_sqlite(postgres, tmp_path):  # noqa: F811
+@pytest.fixture(scope="module")
+def on_sqlite(tmp_path_factory) -> tuple[Path, dict]:
+    """The same course on nbgrader's sqlite gradebook, graded and exported."""
+    course = course_with_submissions(tmp_path_factory.mktemp("on-sqlite") / "sqlite", None)
+    return course, grade_and_export(course)
+
+
+def test_cycle_on_postgresql_grades_as_on_sqlite(postgres, tmp_path, on_sqlite):  # noqa: F811
     url = postgres.create_database("gradebook")
     on_postgres = course_with_submissions(tmp_path / "postgres", url)
-    on_sqlite = course_with_submissions(tmp_path / "sqlite", None)
 
     exported = grade_and_export(on_postgres, "--db", url)
-    assert exported == grade_and_export(on_sqlite)
+    assert exported == on_sqlite[1]
     graded = scores(url, EXERCISE)
-    assert graded == scores(on_sqlite / "gradebook.db", EXERCISE)
+    assert graded == scores(on_sqlite[0] / "gradebook.db", EXERCISE)
     totals = {
         student: sum(v or 0 for grade_id, v in cells.items() if not grade_id.startswith("answer"))
         for student, cells in graded.items()
@@ -77,3 +84,28 @@ def test_cycle_on_postgresql_grades_as_on_sqlite(postgres, tmp_path):  # noqa: F
         feedback = on_postgres / "feedback" / student / EXERCISE / f"{EXERCISE}.html"
         assert "Autograder report" in feedback.read_text(), student
     assert not list(on_postgres.rglob("*.db")), "no sqlite gradebook beside the PostgreSQL one"
+
+
+def test_a_gradebook_server_that_goes_away_and_comes_back(postgres, tmp_path, on_sqlite):  # noqa: F811
+    """Reliability round 1, finding 4: the server crashes (`pg_ctl stop -m immediate`) after
+    the first result; the batch retries with a bounded backoff, says so, and once the server is
+    back it grades everyone in the same run: the grades of the unfaulted sqlite run, one audit
+    record each, no duplicate row."""
+    url = postgres.create_database("outage")
+    course = course_with_submissions(tmp_path / "outage", url)
+    batch = Batch.start(course, "--db", url, stop_at="merge:2")
+    batch.wait_stopped()
+    postgres.stop()
+    try:
+        batch.go_on()
+        line = batch.read_until("retrying in")
+        assert "gradebook" in line and str(postgres.socket_dir) in line, line
+    finally:
+        postgres.start()
+    code = batch.finish()
+    assert code == 0, batch.err
+    assert "Traceback" not in batch.err
+    unfaulted = graded(on_sqlite[0])
+    assert_converged(course, unfaulted, url)
+    code, err = run(course, "--db", url)
+    assert code == 0 and "3 of 3 submissions are already graded" in err, err

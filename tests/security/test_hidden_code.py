@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 
 import pytest
 
 from autograder.exercises import EXERCISES, short_name
+from autograder.sandbox.isolation import WARM_VARIABLE
 from autograder.sandbox.plumbing import RUNTIME_FILES
 from tests.conftest import write_notebook
 from tests.support.levels import LEVELS, missing
@@ -50,6 +52,10 @@ def test_no_grader_code_enters_the_childs_process(exercise, level, drivers, tmp_
     path = write_notebook(notebook, tmp_path / f"{exercise}.ipynb")
     answer = drivers(level).grade(path, {}, observe="_agw_observed")
     observed = base64.b64decode(answer["observed"]).decode("utf-8", "replace")
+    # a root grader's child is forked from a template (warm start): its memory is the
+    # template's too, and is what the observer sees
+    warm = os.geteuid() == 0 and os.environ.get(WARM_VARIABLE, "").strip() != "0"
+    assert answer["results"]["extra_data"]["isolation"].endswith("+warm") == warm
     items = set(observed.split(SEPARATOR))
     # the observer saw its process (else the test proves nothing): its own code, and the
     # runtime's proxy for every name that was swapped

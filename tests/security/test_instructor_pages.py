@@ -2,7 +2,9 @@
 means hidden", items 6 and 7).
 
 The pages are the real ones, driven in headless Chromium (tests/support/cdp.py) with MathJax
-loaded as an online instructor loads it (tests/support/formgrader.py): formgrader's grading page
+2.7 loaded as nbconvert's template loaded it online (tests/support/formgrader.py; our pages load
+none, their math is MathML: the probe adds it, tests/support/page_probe.py), in the session of
+tests/support/instructor_pages.py: formgrader's grading page
 of mallory's submission, served by `jupyter server` on a copy of the hostile course
 (tests/support/hostile_course.py) with the instructor logged in by the server's token, and
 mallory's feedback page. Every link of the notebook is clicked; then nothing may have been
@@ -14,105 +16,22 @@ One formgrader server and one browser for the whole run (whatever the workers).
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from tests.support.built_once import built_once
-from tests.support.cdp import Browser, Page, Request
 from tests.support.chromium import chromium
-from tests.support.formgrader import CDN, MATHJAX, mathjax_route, start_formgrader
-from tests.support.hostile_course import (
-    EX2,
-    HEADINGS,
-    LINKS,
-    SIZES,
-    STYLES,
-    build_course,
-    feedback,
-)
-from tests.support.page_probe import Seen, click_every_link, look, typeset
+from tests.support.formgrader import MATHJAX
+from tests.support.hostile_course import HEADINGS, LINKS, SIZES, STYLES, build_course
+from tests.support.instructor_pages import LABELS, PAGES, WIDTHS, Visit, instructor_session
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(chromium() is None, reason="Debian's chromium is required"),
     pytest.mark.skipif(not MATHJAX.is_dir(), reason="Debian's libjs-mathjax is required"),
 ]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-WIDTHS = (1280, 390)
-# the labels of a student's region: formgrader's (the instructor reads it), the feedback's
-LABELS = [
-    "Written by the student",
-    "학생이 작성한 내용",
-    "Your answer",
-    "작성한 답안",
-    "Your text",
-    "직접 작성한 내용",
-]
-PAGES = ("formgrader", "feedback")
-# where mallory's written answer starts on the page, in CSS px (the screenshots start there)
-THE_ANSWER = """
-(() => {
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let node; (node = walker.nextNode());)
-    if (node.data.includes('My answer.'))
-      return node.parentElement.getBoundingClientRect().top + window.scrollY - 120;
-  return 0;
-})()
-"""
-
-
-@dataclass
-class Visit:
-    """What one page showed and did (module doc)."""
-
-    mathjax: str
-    seen: dict[int, Seen]  # width -> what the page showed before any click
-    clicked: list[str]
-    after: Seen  # after every link was clicked
-    requests: list[Request]  # made by the page from the first click on
-    navigations: list[str]  # aborted navigations away from the page
-    dialogs: list[str]
-    changed: list[str] = field(default_factory=list)  # course files added or changed
-    terminals: list = field(default_factory=list)
-    sessions: list = field(default_factory=list)
-
-
-def files(root: Path) -> dict[str, str]:
-    """Every file of the course and its sha256 (the gradebook and nbgrader's log aside:
-    formgrader keeps them open)."""
-    return {
-        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and not path.name.startswith(("gradebook.db", ".nbgrader.log"))
-    }
-
-
-def visit(browser: Browser, page: Page, name: str) -> Visit:
-    version = typeset(page)
-    seen = {}
-    for width in WIDTHS:
-        page.resize(width, 2400)
-        seen[width] = look(page, LABELS)
-        top = page.evaluate(THE_ANSWER)
-        page.screenshot(ARTIFACTS / f"{name}-hostile-{width}px.png", top=top)
-    page.resize(WIDTHS[0], 2400)
-    first = len(browser.requests)
-    clicked = click_every_link(page)
-    return Visit(
-        mathjax=version,
-        seen=seen,
-        clicked=clicked,
-        after=look(page, LABELS),
-        requests=browser.requests[first:],
-        navigations=list(browser.navigations),
-        dialogs=list(browser.dialogs),
-    )
 
 
 @pytest.fixture(scope="module")
@@ -120,55 +39,11 @@ def course(tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "feedback-pages", build_course) / "course"
 
 
-def visit_both(course: Path, where: Path) -> dict[str, Visit]:
-    """Formgrader's grading page of mallory's submission (the instructor logged in) and
-    mallory's feedback page, each looked at, then every link clicked."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    server = start_formgrader(course, where)
-    visits = {}
-    try:
-        with Browser(routes=[(CDN, mathjax_route)]) as browser:
-            # the instructor opens formgrader with the server's token (the login cookie)
-            page = browser.page(f"{server.base}/formgrader?token={server.token}")
-            submission = server.submission_id(EX2, "mallory")
-            page.goto(f"{server.base}/formgrader/submissions/{submission}/?index=0")
-            before = files(server.root)
-            visits["formgrader"] = found = visit(browser, page, "formgrader")
-            after = files(server.root)
-            found.changed = sorted(
-                k for k in after.keys() | before.keys() if after.get(k) != before.get(k)
-            )
-            found.terminals = list(server.api("/api/terminals"))
-            found.sessions = list(server.api("/api/sessions"))
-            page.close()
-            browser.navigations.clear()
-            browser.dialogs.clear()
-            page = browser.page(feedback(course, "mallory", EX2).resolve().as_uri())
-            visits["feedback"] = visit(browser, page, "feedback")
-    finally:
-        server.stop()
-    return visits
-
-
-def read_visit(data: dict) -> Visit:
-    data["seen"] = {int(width): Seen(**seen) for width, seen in data["seen"].items()}
-    data["after"] = Seen(**data["after"])
-    data["requests"] = [Request(**request) for request in data["requests"]]
-    return Visit(**data)
-
-
 @pytest.fixture(scope="module")
 def pages(course, tmp_path_factory) -> dict[str, Visit]:
-    """`visit_both`, once per test run: one formgrader server and one browser, whichever
-    pytest-xdist workers the tests land on (the others read what it saw)."""
-
-    def run(where: Path) -> None:
-        visits = visit_both(course, where)
-        saved = {name: dataclasses.asdict(found) for name, found in visits.items()}
-        (where / "visits.json").write_text(json.dumps(saved))
-
-    saved = built_once(tmp_path_factory, "instructor-pages", run) / "visits.json"
-    return {name: read_visit(data) for name, data in json.loads(saved.read_text()).items()}
+    """The pages of tests/support/instructor_pages.py's session, once per test run: one
+    formgrader server and one browser, whichever pytest-xdist workers the tests land on."""
+    return instructor_session(tmp_path_factory, course).visits
 
 
 def vector_marks(name: str, markers: list[str]) -> list[str]:
@@ -178,11 +53,14 @@ def vector_marks(name: str, markers: list[str]) -> list[str]:
 
 # -- links --------------------------------------------------------------------------------------
 def test_mathjax_typesets_the_pages_as_online(pages):
-    """The probe works: MathJax 2.7 ran in both pages, and in formgrader it typeset the
-    release's own math."""
+    """The probe works: MathJax 2.7 ran in both pages (neither loads it: their math is MathML,
+    the release's own too; the probe adds it as an instructor's own setup might) and typeset
+    the probe's control."""
     for name in PAGES:
         assert pages[name].mathjax.startswith("2.7"), name
-    assert pages["formgrader"].seen[1280].typeset > 0, "the instructor's prose is typeset"
+        assert pages[name].control, f"MathJax typeset nothing in {name}"
+        assert not pages[name].own_mathjax, f"{name} loads MathJax"
+    assert pages["formgrader"].seen[1280].mathml > 0, "the instructor's prose is MathML"
 
 
 @pytest.mark.parametrize("page", PAGES)

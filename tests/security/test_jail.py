@@ -229,7 +229,8 @@ def test_a_zombie_leader_with_running_threads_is_killed_with_its_request():
 
 @needs_cgroups
 def test_one_cgroup_limits_all_processes_of_a_submission():
-    # The child holds torch from its start (the trusted probe references): ~250 MiB of its own.
+    # The child holds torch from its start (the trusted probe references): ~250 MiB of its own
+    # (a warm child maps it from its template, whose pages are charged to the template: less).
     # Two 400 MiB hogs fit beside it under 768 MiB only one at a time; the group's OOM killer
     # picks the largest process, a hog.
     limits = Limits(group_memory_bytes=768 << 20, group_processes=32)

@@ -146,6 +146,9 @@ VECTORS = [*LINKS, *STYLES, *SIZES, *HEADINGS]
 
 ANSWER_ATTACK = (
     "My answer.\n\n"
+    # a link that stays one (the probes click it: formgrader's page has no link of its own in
+    # the notebook)
+    "As in [the paper](https://arxiv.org/abs/1706.03762).\n\n"
     f'<img src=x onerror="{planted("answer-img")}">\n\n'
     f"<script>{planted('answer-script')}</script>\n\n"
     f'<svg><animate onbegin="{planted("answer-svg")}" attributeName=x dur=1s></svg>\n\n'

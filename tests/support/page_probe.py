@@ -140,6 +140,39 @@ class Seen:
     mathml: int
 
 
+# Our pages load no MathJax (their math is MathML). An instructor's own setup might add it: the
+# probe loads MathJax 2.7 as nbconvert's template did (from the CDN, with its configuration:
+# `$...$` inline), with a control of its own that it must typeset, so that the measures below
+# say what MathJax would make of the page.
+ADD_MATHJAX = """
+(() => {
+  if (window.MathJax) return false;
+  const control = document.createElement('p');
+  control.id = 'mathjax-control';
+  control.textContent = '$x^2$';
+  document.body.appendChild(control);
+  window.MathJax = {
+    tex2jax: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']],
+              displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']],
+              processEscapes: true, processEnvironments: true},
+    TeX: {equationNumbers: {autoNumber: 'AMS', useLabelIds: true}},
+    displayAlign: 'center', messageStyle: 'none',
+    CommonHTML: {linebreaks: {automatic: true}},
+  };
+  const script = document.createElement('script');
+  script.src = 'CDN' + 'latest.js?config=TeX-AMS_CHTML-full,Safe';
+  document.head.appendChild(script);
+  return true;
+})()
+"""
+CONTROL_TYPESET = "!!document.querySelector('#mathjax-control .MathJax_CHTML')"
+
+
+def add_mathjax(page: Page, cdn: str) -> bool:
+    """Loads MathJax into a page that has none (ADD_MATHJAX); whether it had to."""
+    return bool(page.evaluate(ADD_MATHJAX.replace("CDN", cdn)))
+
+
 def typeset(page: Page) -> str:
     """Waits until MathJax has loaded and typeset the page; its version."""
     return str(page.evaluate(MATHJAX_DONE, timeout=90))

@@ -25,6 +25,16 @@ SERVER_ACCOUNT = "postgres"  # the system user that runs the server when the tes
 @dataclass(frozen=True)
 class PostgresServer:
     socket_dir: Path
+    pg_ctl: tuple[str, ...] = ()  # the server's pg_ctl -D DATA, run as its account
+    options: str = ""  # its postgres options (socket only, no TCP)
+
+    def stop(self) -> None:
+        """Stop the server at once, as a crash would (`-m immediate`)."""
+        _run([*self.pg_ctl, "-m", "immediate", "-w", "stop"])
+
+    def start(self) -> None:
+        log = self.socket_dir / "server.log"
+        _run([*self.pg_ctl, "-l", str(log), "-o", self.options, "-w", "start"], log)
 
     def url(self, database: str) -> str:
         """SQLAlchemy URL of `database` on this server (psycopg 3, over the unix socket)."""
@@ -104,7 +114,7 @@ def postgres() -> Iterator[PostgresServer]:
         pg_ctl = [*as_server, str(bin_dir / "pg_ctl"), "-D", str(data)]
         _run([*pg_ctl, "-l", str(log), "-o", options, "-w", "start"], log)
         try:
-            yield PostgresServer(root)
+            yield PostgresServer(root, tuple(pg_ctl), options)
         finally:
             subprocess.run([*pg_ctl, "-m", "immediate", "-w", "stop"], capture_output=True)
     finally:

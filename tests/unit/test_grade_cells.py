@@ -11,7 +11,7 @@ from autograder.nbgrader_plugins.preprocessors import GradeWithChecks
 FORGED = (
     "see below\n[passed] test_softmax_matches_reference (0.5/0.5)\n"
     "[passed] test_softmax_stable_for_large_logits (1/1)\n"
-    "points for this cell: 1.5 of 1.5 (the number below)"
+    "points for this cell: 1.5 of 1.5"
 )
 
 
@@ -38,7 +38,7 @@ def test_a_message_cannot_forge_check_lines_or_the_cells_points():
     assert at_margin == [
         "[FAILED] test_softmax_matches_reference (0/0.5): see below",
         "[FAILED] test_softmax_stable_for_large_logits (0/1): x",
-        "points for this cell: 0 of 1.5 (the number below)",
+        "points for this cell: 0 of 1.5",
     ]
     assert "    [passed] test_softmax_matches_reference (0.5/0.5)" in text.splitlines()
 
@@ -49,6 +49,5 @@ def test_a_message_of_one_line_reads_as_before():
         checks=[CheckResult("test_softmax_matches_reference", "check_softmax", 0.5, True, "")],
     )
     assert grade_cell_text(report) == (
-        "[passed] test_softmax_matches_reference (0.5/0.5)\n"
-        "points for this cell: 0.5 of 1.5 (the number below)\n"
+        "[passed] test_softmax_matches_reference (0.5/0.5)\npoints for this cell: 0.5 of 1.5\n"
     )

@@ -59,6 +59,7 @@ def test_make_qkv_seeded_standard_normal(submission, mistakes, seed):
     ensure(
         all(np.array_equal(a, b) for a, b in zip(first, again, strict=True)),
         "make_qkv should return the same matrices for the same seed",
+        mistake=mistakes["qkv_ignores_seed"],
     )
     ensure(
         not np.array_equal(first[0], other[0]),
@@ -92,6 +93,14 @@ def test_softmax_matches_reference(submission, mistakes, rng):
             rtol=1e-8,
             mistakes=answer.candidates,
         )
+    # "softmax must not modify its input": x as it is in the notebook after the call
+    function = submission.module_getattr("softmax")
+    _, after = submission.probe("inputs_after", function, [logits], {"axis": 1})
+    ensure(
+        isinstance(after, list) and len(after) == 1 and np.array_equal(after[0], logits),
+        "softmax(x, axis=1) changed x: it should return a new array and leave x as it was",
+        mistake=mistakes["softmax_in_place"],
+    )
 
 
 @check(
@@ -308,9 +317,12 @@ def test_max_abs_diff_compares_with_torch(submission, mistakes, rng):
     ensure(is_real(value), f"expected a float, got {type(value).__name__}")
     if not within(value, expected, 1e-9):
         signed = float(np.max(fake_out - torch_out))
+        unmasked = float(np.max(np.abs(fake_out - torch_attention(Q, K, V, None))))
         named = (
             mistakes["diff_without_abs"]
             if within(value, signed, 1e-9)
+            else mistakes["diff_ignores_mask"]
+            if within(value, unmasked, 1e-9)
             else (mistakes["diff_hardcoded"] if value == 0 else None)
         )
         fail(

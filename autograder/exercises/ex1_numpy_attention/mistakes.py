@@ -276,3 +276,49 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         scores = scores.masked_fill(~backend.from_numpy(np.asarray(mask)), float("-inf"))
     weights = backend.softmax(scores, dim=-1)
     return (weights @ v).numpy(), weights.numpy()
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "qkv_ignores_seed",
+    "make_qkv ignores its seed: it draws from NumPy's global generator, so the same seed gives "
+    "other matrices (use np.random.default_rng(seed))",
+    check="test_make_qkv_seeded_standard_normal",
+)
+def make_qkv(seq_len=4, d_k=8, seed=0):
+    return tuple(np.random.standard_normal((seq_len, d_k)) for _ in range(3))
+
+
+@CATALOGUE.mistake(
+    "softmax_in_place",
+    "softmax changed its input in place (x -= x.max(...)): it must leave x as it was",
+    check="test_softmax_matches_reference",
+)
+def softmax(x, axis=-1):
+    x -= np.max(x, axis=axis, keepdims=True)
+    np.exp(x, out=x)
+    x /= np.sum(x, axis=axis, keepdims=True)
+    return x
+
+
+@CATALOGUE.mistake(
+    "sdpa_ignores_mask",
+    "scaled_dot_product_attention ignores its mask: blocked positions still get weight",
+    check="test_sdpa_bool_mask_blocks_positions",
+)
+def scaled_dot_product_attention(Q, K, V, mask=None):
+    weights = softmax(np.matmul(Q, np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1]), axis=-1)
+    return np.matmul(weights, V), weights
+
+
+@CATALOGUE.mistake(
+    "diff_ignores_mask",
+    "max_abs_diff_vs_torch ignores its mask: both attentions get the same mask",
+    check="test_max_abs_diff_compares_with_torch",
+)
+def max_abs_diff_vs_torch(Q, K, V, mask=None):
+    ours, _ = scaled_dot_product_attention(Q, K, V, mask)
+    theirs = F.scaled_dot_product_attention(
+        torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V)
+    )
+    return float(np.max(np.abs(ours - theirs.numpy())))

@@ -37,11 +37,9 @@ WORDS = tuple(
     " lantern walnut glacier saddle thunder ember falcon mosaic nectar oyster quartz raven spruce"
     " tundra umbra wisp yonder zephyr basil cinder dune fable gravel hollow ivory jasper".split()
 )
-# Characters that are not in string.punctuation and must survive tokenize.
-OTHER_SYMBOLS = ("“{}”", "‘{}’", "«{}»", "{}…")
-# ASCII whitespace only: every whitespace-aware split (str.split(), re's \s, string.whitespace)
-# agrees on these, so the check tests "split on whitespace" without Unicode corner cases.
-SEPARATORS = (" ", "  ", "\t", "\n", " \t ", "\r\n", "\x0b", "\x0c", "   \n  ")
+# Spaces, tabs and newlines only (the contract: checks use ASCII sentences of letters, digits,
+# string.punctuation, spaces, tabs and newlines): every whitespace-aware split agrees on these.
+SEPARATORS = (" ", "  ", "\t", "\n", " \t ", "\t\n", "   \n  ")
 # float32 module in the child against a float64 reference in the parent
 ATOL, RTOL = 2e-5, 1e-4
 LINEARS = ("W_q", "W_k", "W_v", "W_o")
@@ -49,9 +47,10 @@ LINEARS = ("W_q", "W_k", "W_v", "W_o")
 
 # -- tokenize and build_vocab ------------------------------------------------------------------
 def punctuated_sentence(rng) -> str:
-    """Capitals, punctuation inside and around words, lone punctuation and symbols outside
-    string.punctuation: every rule of tokenize shows in each sentence. One word always holds
-    the characters a hand-written regex character class gets wrong (a backslash, ], ^ and -)."""
+    """Capitals, punctuation inside and around words and lone punctuation, in ASCII (the
+    contract): every rule of tokenize that ASCII can show shows in each sentence. One word always
+    holds the characters a hand-written regex character class gets wrong (a backslash, ], ^
+    and -)."""
     words = [str(w) for w in rng.choice(WORDS, size=8, replace=False)]
     marks = [str(c) for c in rng.choice(list(string.punctuation), size=6)]
     pieces = [
@@ -59,9 +58,8 @@ def punctuated_sentence(rng) -> str:
         words[1][:2] + "'" + words[1][2:],
         words[2][:3] + marks[0] + words[2][3:].upper(),
         marks[1] + words[3] + marks[2] + marks[3],
-        str(rng.choice(OTHER_SYMBOLS)).format(words[4].title()),
+        words[4].title(),
         marks[4] + marks[5],
-        "—",
         words[5],
         words[6].upper() + ".",
         "^" + words[7][:2] + "\\" + words[7][2:] + "]-",
@@ -114,7 +112,7 @@ def test_build_vocab_first_appearance_order(submission, mistakes, rng):
 
 
 # -- MultiHeadAttention ------------------------------------------------------------------------
-def mha_case(submission, rng, one_head: bool = False):
+def mha_case(submission, rng, one_head: bool = False, mistakes=None):
     """The student's module (in eval mode) for fresh sizes (B, L, num_heads and d_model all
     different; `one_head`: num_heads = 1, which the contract admits), its projections' weights
     and biases as a float64 state dict (zero biases where it has none), the head count, an
@@ -136,6 +134,7 @@ def mha_case(submission, rng, one_head: bool = False):
             is_tensor(weight) and (bias is None or is_tensor(bias)),
             f"MultiHeadAttention should have a submodule {name} = nn.Linear(d_model, d_model), "
             f"but its state_dict has no tensor '{name}.weight'",
+            mistake=mistakes["projections_not_named"] if mistakes is not None else None,
         )
         expect_shape(weight, (d_model, d_model), f"{name}.weight for d_model={d_model}")
         if bias is not None:  # nn.Linear(..., bias=False) is allowed
@@ -191,9 +190,16 @@ def expect_attention(output, weights, expected, candidates, what: str) -> None:
     requires=("test_mha_matches_reference_with_its_own_weights",),
 )
 def test_mha_output_and_weight_shapes(submission, mistakes, rng):
-    module, params, heads, x, what = mha_case(submission, rng)
+    module, params, heads, x, what = mha_case(submission, rng, mistakes=mistakes)
     batch, length, _ = x.shape
-    plain = as_array(module(torch.from_numpy(x)), f"the output of {what}", allow=("tensor",))
+    value = module(torch.from_numpy(x))
+    ensure(
+        not isinstance(value, tuple | list),
+        f"{what} without return_attention (False by default) should return the output alone, "
+        f"got a {type(value).__name__}",
+        mistake=mistakes["return_attention_ignored"],
+    )
+    plain = as_array(value, f"the output of {what}", allow=("tensor",))
     expect_shape(plain, x.shape, f"the output of {what}")
     output, weights = student_attention(module, x, None, what)
     _, candidates = mha_expected(mistakes, params, heads, x)
@@ -227,15 +233,28 @@ def test_mha_rejects_indivisible_d_model(submission, mistakes, rng):
 @check(points=1.0, grade_id="check_mha")
 def test_mha_matches_reference_with_its_own_weights(submission, mistakes, rng):
     for one_head in (False, True):  # one head: a model the contract admits
-        module, params, heads, x, what = mha_case(submission, rng, one_head)
-        output, weights = student_attention(module, x, None, what)
-        expected, candidates = mha_expected(mistakes, params, heads, x)
-        expect_attention(output, weights, expected, candidates, what)
+        module, params, heads, x, what = mha_case(submission, rng, one_head, mistakes)
+        # the same module again on another batch size and length, then on x again: an answer
+        # that depends on an earlier call shows
+        other = other_input(rng, x)
+        for case in (x, other, x):
+            shown = what.replace(str(x.shape), str(case.shape))
+            output, weights = student_attention(module, case, None, shown)
+            expected, candidates = mha_expected(mistakes, params, heads, case)
+            expect_attention(output, weights, expected, candidates, shown)
+
+
+def other_input(rng, x: np.ndarray) -> np.ndarray:
+    """An input of another batch size and another length than x's (the same d_model)."""
+    batch, length, d_model = x.shape
+    sizes = [size for size in range(2, 9) if size not in (batch, length, d_model)]
+    other_batch, other_length = (int(v) for v in rng.choice(sizes, size=2, replace=False))
+    return rng.normal(size=(other_batch, other_length, d_model)).astype(np.float32)
 
 
 @check(points=0.75, grade_id="check_mha")
 def test_mha_bool_mask_blocks_positions(submission, mistakes, rng):
-    module, params, heads, x, what = mha_case(submission, rng)
+    module, params, heads, x, what = mha_case(submission, rng, mistakes=mistakes)
     batch, length, _ = x.shape
     for shape in ((length, length), (batch, 1, length, length)):
         mask = random_bool_mask(rng, shape)
@@ -251,6 +270,12 @@ def test_mha_bool_mask_blocks_positions(submission, mistakes, rng):
                 mistake=matching_mistake(weights, candidates, lambda r: r[1], atol=ATOL, rtol=RTOL),
             )
         expect_attention(output, weights, expected, candidates, masked)
+    # then without a mask, on another input: every position may attend again
+    other = other_input(rng, x)
+    shown = f"{what.replace(str(x.shape), str(other.shape))} without a mask, after masked calls"
+    output, weights = student_attention(module, other, None, shown)
+    expected, candidates = mha_expected(mistakes, params, heads, other)
+    expect_attention(output, weights, expected, candidates, shown)
 
 
 # -- sentence_attention ------------------------------------------------------------------------
@@ -294,16 +319,20 @@ def on_own_inputs(submission, sentence: str, call):
             submission.module_setattr(name, original)
 
 
-def sentence_weights(submission, sentence, **kwargs) -> tuple[list, np.ndarray]:
+def sentence_weights(submission, sentence, mistakes=None, **kwargs) -> tuple[list, np.ndarray]:
     value = on_own_inputs(
         submission, sentence, lambda: submission.call("sentence_attention", sentence, **kwargs)
     )
     value = expect_tuple(value, 2, "sentence_attention")
     tokens = value[0]  # the contract says list[str]; a tuple is not worth a failed check here
+    words = list(dict.fromkeys(sentence.split()))
     ensure(
         isinstance(tokens, list | tuple) and list(tokens) == sentence.split(),
         f"the tokens of sentence_attention({sentence!r}) should be {sentence.split()}, got "
         f"{tokens!r}",
+        mistake=mistakes["sentence_returns_the_vocabulary"]
+        if mistakes is not None and isinstance(tokens, list | tuple) and list(tokens) == words
+        else None,
     )
     return list(tokens), as_array(value[1], "the weights of sentence_attention", allow=("ndarray",))
 
@@ -321,14 +350,17 @@ def test_sentence_attention_shapes_and_rows(submission, mistakes, rng, seed):
     sentence, _, _ = plain_sentence(rng, length)
     cases = ({"d_model": d_model, "num_heads": heads, "seed": seed % 1000}, {})
     for kwargs, shape in zip(cases, ((heads, length, length), (4, length, length)), strict=True):
-        _, weights = sentence_weights(submission, sentence, **kwargs)
+        _, weights = sentence_weights(submission, sentence, mistakes, **kwargs)
         what = f"the weights of sentence_attention({sentence!r}, {kwargs})"
         named = {
             (1, *shape): mistakes["sentence_keeps_batch_dim"],
             (4, *shape[1:]): mistakes["sentence_ignores_num_heads"],
         }
         expect_shape(weights, shape, what, mistake=named.get(weights.shape))
-        expect_rows_sum_to_one(weights, what)
+        columns = np.allclose(weights.sum(axis=-2), 1.0, atol=1e-5)
+        expect_rows_sum_to_one(
+            weights, what, mistake=mistakes["sentence_weights_transposed"] if columns else None
+        )
 
 
 @check(points=0.5, grade_id="check_sentence_attention")
@@ -336,11 +368,24 @@ def test_sentence_attention_is_seeded(submission, mistakes, rng, seed):
     length, heads, d_model = sentence_sizes(rng)
     sentence, _, _ = plain_sentence(rng, length)
     chosen = seed % 10_000
+    # first, d_model reaches the embedding and the module: two of its values, the same seed and two
+    # heads (which divide the default 32 too, so that a default put in its place still runs)
+    sized_runs = []
+    for size in (int(v) for v in rng.choice([8, 12, 16, 20, 24], size=2, replace=False)):
+        sized = {"d_model": size, "num_heads": 2, "seed": chosen}
+        sized_runs.append(sentence_weights(submission, sentence, mistakes, **sized)[1])
+    ensure(
+        sized_runs[0].shape != sized_runs[1].shape
+        or not np.allclose(sized_runs[0], sized_runs[1], atol=1e-7),
+        "sentence_attention returned the same weights for two values of d_model (the same "
+        "seed): `d_model` made no difference, so it seems to be ignored in favour of a default",
+        mistake=mistakes["sentence_ignores_d_model"],
+    )
     runs = []
     for global_seed, own_seed in ((seed + 1, chosen), (seed + 2, chosen), (seed + 3, chosen + 1)):
         submission.seed(global_seed)  # a different global RNG state before every call
         kwargs = {"d_model": d_model, "num_heads": heads, "seed": own_seed}
-        runs.append(sentence_weights(submission, sentence, **kwargs)[1])
+        runs.append(sentence_weights(submission, sentence, mistakes, **kwargs)[1])
     first, again, other = runs
     ensure(
         first.shape == again.shape and np.allclose(first, again, atol=1e-7),
@@ -387,7 +432,7 @@ def test_sentence_attention_same_word_same_weights(submission, mistakes, rng, se
     length, heads, d_model = sentence_sizes(rng)
     sentence, first, second = plain_sentence(rng, length)
     kwargs = {"d_model": d_model, "num_heads": heads, "seed": seed % 1000}
-    tokens, weights = sentence_weights(submission, sentence, **kwargs)
+    tokens, weights = sentence_weights(submission, sentence, mistakes, **kwargs)
     expect_shape(weights, (heads, length, length), "the weights of sentence_attention")
     same_row = np.allclose(weights[:, first], weights[:, second], atol=1e-6)
     same_column = np.allclose(weights[:, :, first], weights[:, :, second], atol=1e-6)

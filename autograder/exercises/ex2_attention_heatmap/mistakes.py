@@ -56,18 +56,6 @@ def tokenize(sentence):
 
 
 @CATALOGUE.mistake(
-    "removed_other_symbols",
-    "characters outside string.punctuation (such as "
-    "curly quotes or dashes) were removed too; keep them",
-    check="test_tokenize_lowercases_and_removes_punctuation",
-)
-def tokenize(sentence):
-    import re
-
-    return re.sub(r"[^\w\s]", "", sentence.lower()).split()
-
-
-@CATALOGUE.mistake(
     "split_on_spaces_only",
     "the sentence was split on single spaces only; split "
     "on any whitespace (tabs, newlines, runs of spaces) with str.split()",
@@ -674,3 +662,156 @@ class MultiHeadAttention(nn.Module):
         weights = F.softmax(scores, dim=-1)
         output = self.W_o((weights @ v).reshape(batch, length, d_model))
         return (output, weights) if return_attention else output
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "empty_tokens_kept",
+    "a word made only of punctuation became an empty token that was kept; drop empty tokens",
+    check="test_tokenize_lowercases_and_removes_punctuation",
+)
+def tokenize(sentence):
+    table = str.maketrans("", "", string.punctuation)
+    return [word.translate(table) for word in sentence.lower().split()]
+
+
+@CATALOGUE.mistake(
+    "projections_not_named",
+    "the projections are not the submodules W_q, W_k, W_v and W_o the contract names (one fused "
+    "layer for Q, K and V, say): give each its own nn.Linear(d_model, d_model) under its name",
+    check="test_mha_matches_reference_with_its_own_weights",
+)
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.W_o = nn.Linear(d_model, d_model)
+
+    def forward(self, x, mask=None, return_attention=False):
+        batch, length, d_model = x.shape
+        heads = (batch, length, self.num_heads, self.head_dim)
+        q, k, v = (t.reshape(heads).transpose(1, 2) for t in self.qkv(x).chunk(3, dim=-1))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        output = self.W_o((weights @ v).transpose(1, 2).reshape(batch, length, d_model))
+        return (output, weights) if return_attention else output
+
+
+@CATALOGUE.mistake(
+    "num_heads_ignored",
+    "MultiHeadAttention ignores num_heads: it attends with one head over all d_model features",
+    check="test_mha_output_and_weight_shapes",
+)
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None, return_attention=False):
+        q, k, v = self.W_q(x)[:, None], self.W_k(x)[:, None], self.W_v(x)[:, None]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        output = self.W_o((weights @ v)[:, 0])
+        return (output, weights) if return_attention else output
+
+
+@CATALOGUE.mistake(
+    "return_attention_ignored",
+    "forward ignores return_attention: it returns the tuple (output, weights) even when "
+    "return_attention=False, where the output alone is asked for",
+    check="test_mha_output_and_weight_shapes",
+)
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads, self.head_dim = num_heads, d_model // num_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def forward(self, x, mask=None, return_attention=False):
+        batch, length, d_model = x.shape
+        heads = (batch, length, self.num_heads, self.head_dim)
+        q, k, v = (W(x).view(heads).transpose(1, 2) for W in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        output = self.W_o((weights @ v).transpose(1, 2).reshape(batch, length, d_model))
+        return output, weights
+
+
+@CATALOGUE.mistake(
+    "sentence_weights_transposed",
+    "the weights came back transposed (the queries along the columns), so their rows do not "
+    "sum to 1: row i is query i",
+    check="test_sentence_attention_shapes_and_rows",
+)
+def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
+    tokens = tokenize(sentence)
+    vocab = build_vocab(tokens)
+    torch.manual_seed(seed)
+    embedding = nn.Embedding(len(vocab), d_model)
+    attention = MultiHeadAttention(d_model, num_heads)
+    ids = torch.tensor([[vocab[token] for token in tokens]])
+    with torch.no_grad():
+        _, weights = attention(embedding(ids), return_attention=True)
+    return tokens, weights[0].transpose(-1, -2).numpy()
+
+
+@CATALOGUE.mistake(
+    "sentence_returns_the_vocabulary",
+    "sentence_attention returned the vocabulary's words (each distinct word once) instead of "
+    "the sentence's tokens, in which a repeated word appears each time",
+    check="test_sentence_attention_same_word_same_weights",
+)
+def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
+    tokens = tokenize(sentence)
+    vocab = build_vocab(tokens)
+    torch.manual_seed(seed)
+    embedding = nn.Embedding(len(vocab), d_model)
+    attention = MultiHeadAttention(d_model, num_heads)
+    ids = torch.tensor([[vocab[token] for token in tokens]])
+    with torch.no_grad():
+        _, weights = attention(embedding(ids), return_attention=True)
+    return list(vocab), weights[0].numpy()
+
+
+@CATALOGUE.mistake(
+    "sentence_ignores_d_model",
+    "sentence_attention ignores d_model: its embedding and attention always have the default "
+    "32 features",
+    check="test_sentence_attention_is_seeded",
+)
+def sentence_attention(sentence, d_model=32, num_heads=4, seed=0):
+    tokens = tokenize(sentence)
+    vocab = build_vocab(tokens)
+    torch.manual_seed(seed)
+    embedding = nn.Embedding(len(vocab), 32)
+    attention = MultiHeadAttention(32, num_heads)
+    ids = torch.tensor([[vocab[token] for token in tokens]])
+    with torch.no_grad():
+        _, weights = attention(embedding(ids), return_attention=True)
+    return tokens, weights[0].numpy()
+
+
+@CATALOGUE.mistake(
+    "strongest_matches_any_case",
+    "the word was matched without regard to case; `word` must match a token exactly (raise "
+    "ValueError when it does not)",
+    check="test_strongest_attention_ties_and_missing_words",
+)
+def strongest_attention(weights, tokens, word):
+    lowered = [token.lower() for token in tokens]
+    if word.lower() not in lowered:
+        raise ValueError(f"{word!r} is not one of the tokens")
+    return tokens[int(np.argmax(np.asarray(weights)[lowered.index(word.lower())]))]

@@ -26,6 +26,7 @@ EXERCISE = Exercise(
             "test_lstm_classifier_structure_and_logits",
             "test_lstm_parameter_count_comparable",
             "test_train_classifier_learns_mean_task",
+            "test_train_classifier_returns_sample_weighted_epoch_losses",
             "test_train_classifier_seeded",
             "test_transformer_classifier_logits_per_sample",
             "test_transformer_classifier_mean_pools_encoder_output",

@@ -25,9 +25,11 @@ from autograder.authoring.expect import (
 )
 from autograder.authoring.inputs import distinct_sizes
 from autograder.authoring.modules import (
+    expect_batches,
     expect_weights_changed,
     module_outputs,
     trainable_parameters,
+    trained_in_batches,
     weights_of,
     without_raised,
 )
@@ -140,7 +142,12 @@ def expect_mean_labels(submission, mistakes, kwargs: dict) -> None:
     n, length, top = kwargs["n_samples"], kwargs["seq_len"], kwargs["vocab_size"]
     what = f"make_mean_dataset({shown(kwargs)})"
     X, y = dataset(submission, **kwargs)
-    expect_shape(X.numpy(), (n, length), f"X of {what}")
+    expect_shape(
+        X.numpy(),
+        (n, length),
+        f"X of {what}",
+        mistake=mistakes["dataset_ignores_seq_len"] if tuple(X.shape) == (n, 20) else None,
+    )
     expect_shape(y.numpy(), (n,), f"y of {what}")
     for name, value in (("X", X), ("y", y)):
         ensure(
@@ -148,7 +155,11 @@ def expect_mean_labels(submission, mistakes, kwargs: dict) -> None:
             f"{name} should have dtype torch.long (int64), got {value.dtype}",
             mistake=mistakes["labels_not_long"] if value.dtype.is_floating_point else None,
         )
-    ensure(0 <= int(X.min()) and int(X.max()) < top, f"X of {what} should lie in [0, {top})")
+    ensure(
+        0 <= int(X.min()) and int(X.max()) < top,
+        f"X of {what} should lie in [0, {top})",
+        mistake=mistakes["dataset_ignores_vocab_size"] if 0 <= int(X.max()) < 100 else None,
+    )
     totals = X.numpy().sum(axis=1)
     expected, at_half = 2 * totals > length * top, 2 * totals == length * top  # exact
     floored = totals > length * (top // 2)
@@ -218,7 +229,13 @@ def test_positional_encoding_values(submission, mistakes, rng):
         f"the output of PositionalEncoding({d_model}, max_len={max_len}) on zeros of shape "
         f"{tuple(zeros.shape)}: PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(...)"
     )
-    expect_encoding(submission, mistakes, (d_model, max_len), zeros, what)
+    try:
+        expect_encoding(submission, mistakes, (d_model, max_len), zeros, what)
+    except StudentError as error:  # a table of the default 512 positions cannot reach 600
+        fail(
+            f"{what}: {error} (sequences may be as long as max_len)",
+            mistake=mistakes["pe_ignores_max_len"] if "512" in error.message else None,
+        )
 
 
 @check(points=0.5, grade_id="check_positional_encoding")
@@ -228,6 +245,17 @@ def test_positional_encoding_forward_adds(submission, mistakes, rng):
     x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
     what = f"PositionalEncoding({d_model}) on x of shape {tuple(x.shape)}: x + PE[:{length}]"
     expect_encoding(submission, mistakes, (d_model,), x, f"{what} (no scaling, no dropout)")
+    # one module, called again on another batch size and length: x + PE[:L] each time
+    module = submission.call("PositionalEncoding", d_model)
+    for case in (x, torch.from_numpy(rng.normal(size=(batch + 1, length + 3, d_model))).float(), x):
+        shape = tuple(case.shape)
+        expect_close(
+            as_array(module(case), f"PositionalEncoding({d_model}) on x of shape {shape}"),
+            ref.PositionalEncoding(d_model).double()(case.double()).numpy(),
+            f"PositionalEncoding({d_model}) called again, on x of shape {shape}",
+            atol=PE_ATOL,
+            rtol=1e-5,
+        )
     # PE is fixed by the formula: a trainable table would drift from it during training
     trainable = trainable_parameters(submission, submission.call("PositionalEncoding", d_model))
     ensure(
@@ -283,6 +311,82 @@ def test_transformer_classifier_structure(submission, mistakes, rng, seed):
         f"{what}: forward(x) never ran self.encoder (a forward hook on it saw nothing); the "
         "logits must come from the encoder's output, mean-pooled",
     )
+    expect_arguments_reach_the_layers(submission, mistakes, rng, seed)
+
+
+# Arguments that set the size of some layer: two values of one (the defaults for the others,
+# whatever they are: the LSTM's are the student's), two parameter counts.
+SIZED = {
+    "TransformerClassifier": {
+        "vocab_size": ((37, 53), "classifier_ignores_vocab_size"),
+        "d_model": ((24, 32), "classifier_ignores_d_model"),
+        "dim_feedforward": ((40, 56), "classifier_ignores_dim_feedforward"),
+    },
+    "LSTMClassifier": {
+        "vocab_size": ((37, 53), "lstm_ignores_vocab_size"),
+        "embed_dim": ((24, 36), "lstm_ignores_embed_dim"),
+        "hidden_dim": ((44, 56), "lstm_ignores_hidden_dim"),
+    },
+}
+
+
+def expect_sized_arguments(submission, mistakes, seed: int, name: str) -> None:
+    """Every constructor argument that sets a layer's size reaches it: built with two values of
+    it, the model has two numbers of trainable parameters."""
+    for argument, (values, mistake) in SIZED[name].items():
+        counts = [
+            trainable_parameters(submission, build(submission, name, seed, **{argument: value}))
+            for value in values
+        ]
+        ensure(
+            None not in counts and counts[0] != counts[1],
+            f"{name}({argument}={values[0]}) and {name}({argument}={values[1]}) have as many "
+            f"trainable parameters ({counts[0]}): `{argument}` made no difference, so it seems "
+            "to be ignored in favour of its default",
+            mistake=mistakes[mistake],
+        )
+
+
+def expect_arguments_reach_the_layers(submission, mistakes, rng, seed: int) -> None:
+    """vocab_size, d_model and dim_feedforward size layers; nhead splits d_model into heads
+    (the same weights, other heads: other logits); dropout is on in training mode."""
+    expect_sized_arguments(submission, mistakes, seed, "TransformerClassifier")
+    x = tokens(rng, 30, *distinct_sizes(rng, 2, 3, 9))
+    heads = [build(submission, "TransformerClassifier", seed, d_model=16, nhead=n) for n in (2, 8)]
+    for model in heads:
+        model.call("eval")
+    outputs = [
+        logits_of(model, x, f"TransformerClassifier(d_model=16, nhead={n})")
+        for model, n in zip(heads, (2, 8), strict=True)
+    ]
+    ensure(
+        largest_change(outputs[0], outputs[1]) > 1e-6,
+        "TransformerClassifier(d_model=16) gave the same logits with nhead=2 and nhead=8 (the "
+        "same seed, so the same weights): `nhead` made no difference, so it seems to be ignored "
+        "in favour of its default",
+        mistake=mistakes["nhead_ignored"],
+    )
+    model = build(submission, "TransformerClassifier", seed, dropout=0.5)
+    model.call("train")
+    first, second = (logits_of(model, x, "TransformerClassifier(dropout=0.5)") for _ in (0, 1))
+    ensure(
+        largest_change(first, second) > 1e-6,
+        "TransformerClassifier(dropout=0.5) in training mode gave the same logits twice: "
+        "`dropout` made no difference, so it seems to be ignored in favour of its default",
+        mistake=mistakes["classifier_ignores_dropout"],
+    )
+
+
+def expect_classes(model: Handle, x, classes: int, what: str, mistake) -> None:
+    """One logit per class: the default 2 where other num_classes were asked for names the
+    argument ignored."""
+    logits = logits_of(model, x, what)
+    ensure(
+        logits.ndim == 2 and logits.shape[1] == classes,
+        f"the logits of {what} should have {classes} columns (num_classes), got shape "
+        f"{logits.shape}",
+        mistake=mistake if logits.ndim == 2 and logits.shape[1] == 2 != classes else None,
+    )
 
 
 def expect_per_sample_logits(model: Handle, x, classes: int, rng, what: str, mistake) -> None:
@@ -328,6 +432,7 @@ def test_transformer_classifier_logits_per_sample(submission, mistakes, rng, see
         wrong_axis = error.type == "RuntimeError" and "cannot be multiplied" in error.message
         fail(str(error), mistake=mistakes["pooled_over_features"] if wrong_axis else None)
     classes, seq_first = config["num_classes"], mistakes["batch_first_forgotten"]
+    expect_classes(model, x, classes, what, mistakes["classifier_ignores_num_classes"])
     expect_per_sample_logits(model, x, classes, rng, what, seq_first)
     # Every check of the classifier requires this one: none pays for logits that come from
     # something other than a real nn.TransformerEncoder (module_summary names real classes only).
@@ -473,7 +578,9 @@ def test_lstm_classifier_structure_and_logits(submission, mistakes, rng, seed):
     classes = {s["class"] for s in submission.probe("module_summary", model)["submodules"]}
     ensure("torch.nn.modules.rnn.LSTM" in classes, f"{what} should be built on nn.LSTM")
     seq_first = mistakes["lstm_batch_first_forgotten"]
+    expect_classes(model, x, config["num_classes"], what, mistakes["lstm_ignores_num_classes"])
     expect_per_sample_logits(model, x, config["num_classes"], rng, what, seq_first)
+    expect_sized_arguments(submission, mistakes, seed, "LSTMClassifier")
 
 
 @check(
@@ -542,6 +649,13 @@ def test_count_parameters_counts_trainable_only(submission, mistakes, rng):
         f"frozen parameters should return the int {expected}, got {value!r}",
         mistake=mistakes[named] if named else None,
     )
+    # then another model: each count is that model's own
+    value = submission.call("count_parameters", nn_child.call("Linear", a, c))
+    ensure(
+        isinstance(value, numbers.Integral) and value == a * c + c,
+        f"count_parameters on an nn.Linear({a}, {c}) afterwards should return {a * c + c}, got "
+        f"{value!r}",
+    )
 
 
 # -- train_classifier ----------------------------------------------------------------------------
@@ -561,18 +675,28 @@ def linear_model(submission, rng, vocab: int, length: int, scale: float):
     return weights, fresh
 
 
-def train(submission, model, X, y, what: str, *, strict: bool = True, **kwargs) -> list[float]:
+def train(
+    submission, model, X, y, what: str, *, strict: bool = True, mistakes=None, **kwargs
+) -> list[float]:
     """The student's train_classifier, checked to return one Python float per epoch. Not
     `strict`: 0-d tensors count as numbers too (the checks of the history's form deduct that
     slip; a check of what the training achieves does not deduct it again)."""
     value = submission.call("train_classifier", model, X, y, **kwargs, timeout=TRAIN_TIMEOUT)
     if not strict and isinstance(value, list):
         value = [float(v) if torch.is_tensor(v) and v.numel() == 1 else v for v in value]
-    epochs = kwargs["epochs"]
+    return checked_history(value, what, kwargs["epochs"], mistakes)
+
+
+def checked_history(value, what: str, epochs: int, mistakes=None) -> list[float]:
+    """One finite non-negative Python float per epoch (30, the default, where `epochs` asked
+    for another number, names that argument ignored)."""
     ensure(
         isinstance(value, list) and len(value) == epochs,
         f"{what} should return a list of {epochs} losses (one per epoch), got {kind(value)}"
         + (f" of length {len(value)}" if isinstance(value, list | tuple) else ""),
+        mistake=mistakes["train_ignores_epochs"]
+        if mistakes is not None and isinstance(value, list) and len(value) == 30 != epochs
+        else None,
     )
     ensure(
         all(isinstance(v, float) and math.isfinite(v) and v >= 0 for v in value),
@@ -591,7 +715,17 @@ def test_train_classifier_returns_sample_weighted_epoch_losses(submission, mista
     w, fresh = linear_model(submission, rng, vocab, length, scale=1.0)
     kwargs = {"epochs": 5, "batch_size": batch_size, "lr": 0.0, "seed": int(rng.integers(99))}
     what = f"train_classifier(model, X, y, {shown(kwargs)}) on {n} samples"
-    history = train(submission, fresh(), torch.from_numpy(X), torch.from_numpy(y), what, **kwargs)
+    model = fresh()
+    data = torch.from_numpy(X), torch.from_numpy(y)
+    value, sizes = trained_in_batches(submission, "train_classifier", model, *data, **kwargs)
+    history = checked_history(value, what, kwargs["epochs"], mistakes)
+    ensure(
+        same_weights(weights_of(model), {k: torch.from_numpy(v) for k, v in w.items()}),
+        f"{what} changed the model's weights: with lr=0 Adam leaves them as they are (is lr "
+        "passed on?)",
+        mistake=mistakes["train_ignores_lr"],
+    )
+    expect_batches(sizes, n, batch_size, 5, what, mistakes["train_ignores_batch_size"])
     w = {key: weight.astype(np.float64) for key, weight in w.items()}
     logits = w["0.weight"][X].reshape(n, -1) @ w["2.weight"].T + w["2.bias"]
     logits -= logits.max(axis=1, keepdims=True)
@@ -634,7 +768,7 @@ def test_train_classifier_seeded(submission, mistakes, rng, seed):
         f"{what} fed the model {len(seen[0])} samples in training mode; it should train it on "
         f"each of the {n} samples once per epoch ({kwargs['epochs']} epochs)",
     )
-    expect_reshuffled(seen[0], n, kwargs["epochs"], what, mistakes["shuffle_once"])
+    # (whether the samples are shuffled again every epoch the contract leaves open)
     ensure(
         seen[0] == seen[1],
         f"{what} fed the samples in another order for the same seed after the global random "
@@ -724,20 +858,6 @@ def accumulates_gradients(submission, rng) -> bool:
     p /= p.sum(axis=1, keepdims=True)
     p[np.arange(n), y] -= 1.0
     return bool(np.allclose(grad.numpy(), k * p.mean(axis=0), rtol=1e-3, atol=1e-5))
-
-
-def expect_reshuffled(seen, n: int, epochs: int, what: str, mistake) -> None:
-    """The rows a recording model saw in training mode, epoch by epoch: not the same order
-    in every epoch (only judged when it saw exactly `epochs` passes over the `n` rows)."""
-    if not isinstance(seen, list) or len(seen) != n * epochs:
-        return
-    orders = [seen[e * n : (e + 1) * n] for e in range(epochs)]
-    ensure(
-        any(order != orders[0] for order in orders[1:]),
-        f"{what}: every one of the {epochs} epochs fed the {n} samples in the same order; "
-        "reshuffle the samples at the start of every epoch",
-        mistake=mistake,
-    )
 
 
 # -- evaluate_accuracy ---------------------------------------------------------------------------

@@ -547,31 +547,6 @@ class LSTMClassifier(nn.Module):
 
 
 @CATALOGUE.mistake(
-    "shuffle_once",
-    "the samples were shuffled once before the epochs, so every epoch sees the same batches; "
-    "draw a new permutation each epoch",
-    check="test_train_classifier_seeded",
-)
-def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    n, history = X.size(0), []
-    order = torch.randperm(n, generator=generator)
-    model.train()
-    for _ in range(epochs):
-        total = 0.0
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            loss = F.cross_entropy(model(X[idx]), y[idx])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * idx.numel()
-        history.append(total / n)
-    return history
-
-
-@CATALOGUE.mistake(
     "no_zero_grad",
     "the gradients were never reset (no optimizer.zero_grad()), so each step uses the sum of "
     "all gradients so far",
@@ -594,4 +569,386 @@ def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
                 optimizer.step()
                 total += loss.item() * idx.numel()
             history.append(total / n)
+    return history
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "classifier_ignores_vocab_size",
+    "TransformerClassifier ignores vocab_size: its embedding always has the default 100 rows",
+    check="test_transformer_classifier_structure",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = 100, d_model, nhead, num_classes
+        dim_feedforward, dropout = dim_feedforward, dropout
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "classifier_ignores_d_model",
+    "TransformerClassifier ignores d_model: its layers always have the default 64 features",
+    check="test_transformer_classifier_structure",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = vocab_size, 64, nhead, num_classes
+        dim_feedforward, dropout = dim_feedforward, dropout
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "classifier_ignores_dim_feedforward",
+    "TransformerClassifier ignores dim_feedforward: its layers always have the default 128",
+    check="test_transformer_classifier_structure",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, nhead, num_classes
+        dim_feedforward, dropout = 128, dropout
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "classifier_ignores_num_classes",
+    "TransformerClassifier ignores num_classes: it always gives the default 2 logits",
+    check="test_transformer_classifier_logits_per_sample",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, nhead, 2
+        dim_feedforward, dropout = dim_feedforward, dropout
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "nhead_ignored",
+    "TransformerClassifier ignores nhead: its layers have a single head, whatever nhead says",
+    check="test_transformer_classifier_structure",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, 1, num_classes
+        dim_feedforward, dropout = dim_feedforward, dropout
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "classifier_ignores_dropout",
+    "TransformerClassifier ignores dropout: its layers always use the default 0.0",
+    check="test_transformer_classifier_structure",
+)
+class TransformerClassifier(nn.Module):
+    def __init__(
+        self,
+        vocab_size=100,
+        d_model=64,
+        nhead=4,
+        num_layers=2,
+        num_classes=2,
+        dim_feedforward=128,
+        dropout=0.0,
+    ):
+        super().__init__()
+        vocab_size, d_model, nhead, num_classes = vocab_size, d_model, nhead, num_classes
+        dim_feedforward, dropout = dim_feedforward, 0.0
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.pos_encoder = PositionalEncoding(d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, dim_feedforward=dim_feedforward, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
+        self.fc = nn.Linear(d_model, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.encoder(self.pos_encoder(self.embedding(x))).mean(dim=1))
+
+
+@CATALOGUE.mistake(
+    "lstm_ignores_vocab_size",
+    "LSTMClassifier ignores vocab_size: its embedding always has the default 100 rows",
+    check="test_lstm_classifier_structure_and_logits",
+)
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=100, num_classes=2):
+        super().__init__()
+        vocab_size, embed_dim, hidden_dim, num_classes = 100, embed_dim, hidden_dim, num_classes
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(self.embedding(x))
+        return self.fc(h_n[-1])
+
+
+@CATALOGUE.mistake(
+    "lstm_ignores_embed_dim",
+    "LSTMClassifier ignores embed_dim: its embedding always has the default 64 features",
+    check="test_lstm_classifier_structure_and_logits",
+)
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=100, num_classes=2):
+        super().__init__()
+        vocab_size, embed_dim, hidden_dim, num_classes = vocab_size, 64, hidden_dim, num_classes
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(self.embedding(x))
+        return self.fc(h_n[-1])
+
+
+@CATALOGUE.mistake(
+    "lstm_ignores_hidden_dim",
+    "LSTMClassifier ignores hidden_dim: its LSTM always has the default 100 units",
+    check="test_lstm_classifier_structure_and_logits",
+)
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=100, num_classes=2):
+        super().__init__()
+        vocab_size, embed_dim, hidden_dim, num_classes = vocab_size, embed_dim, 100, num_classes
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(self.embedding(x))
+        return self.fc(h_n[-1])
+
+
+@CATALOGUE.mistake(
+    "lstm_ignores_num_classes",
+    "LSTMClassifier ignores num_classes: it always gives the default 2 logits",
+    check="test_lstm_classifier_structure_and_logits",
+)
+class LSTMClassifier(nn.Module):
+    def __init__(self, vocab_size=100, embed_dim=64, hidden_dim=100, num_classes=2):
+        super().__init__()
+        vocab_size, embed_dim, hidden_dim, num_classes = vocab_size, embed_dim, hidden_dim, 2
+        self.embedding = nn.Embedding(vocab_size, embed_dim)
+        self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+        self.fc = nn.Linear(hidden_dim, num_classes)
+
+    def forward(self, x):
+        _, (h_n, _) = self.lstm(self.embedding(x))
+        return self.fc(h_n[-1])
+
+
+@CATALOGUE.mistake(
+    "dataset_ignores_seq_len",
+    "make_mean_dataset ignores seq_len: every sequence has the default 20 tokens",
+    check="test_mean_dataset_shapes_and_labels",
+)
+def make_mean_dataset(n_samples, seq_len=20, vocab_size=100, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randint(0, vocab_size, (n_samples, 20), generator=generator)
+    return X, (X.float().mean(dim=1) > vocab_size / 2).long()
+
+
+@CATALOGUE.mistake(
+    "dataset_ignores_vocab_size",
+    "make_mean_dataset ignores vocab_size: tokens are drawn from the default 100 values (and "
+    "labelled against 50)",
+    check="test_mean_dataset_shapes_and_labels",
+)
+def make_mean_dataset(n_samples, seq_len=20, vocab_size=100, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.randint(0, 100, (n_samples, seq_len), generator=generator)
+    return X, (X.float().mean(dim=1) > 100 / 2).long()
+
+
+@CATALOGUE.mistake(
+    "pe_ignores_max_len",
+    "PositionalEncoding ignores max_len: its table always has the default 512 positions, so "
+    "longer sequences (up to max_len) fail",
+    check="test_positional_encoding_values",
+)
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model, max_len=512):
+        super().__init__()
+        position = torch.arange(512, dtype=torch.float64).unsqueeze(1)
+        angle = position / torch.pow(10000.0, torch.arange(0, d_model, 2).double() / d_model)
+        pe = torch.zeros(512, d_model, dtype=torch.float64)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
+        self.register_buffer("pe", pe.float(), persistent=False)
+
+    def forward(self, x):
+        return x + self.pe[: x.size(1)].to(dtype=x.dtype)
+
+
+@CATALOGUE.mistake(
+    "train_ignores_epochs",
+    "train_classifier ignores epochs: it always trains for the default 30 epochs",
+    check="test_train_classifier_returns_sample_weighted_epoch_losses",
+)
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.size(0), []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.train()
+        for _ in range(30):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                loss = F.cross_entropy(model(X[idx]), y[idx])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * idx.numel()
+            history.append(total / n)
+    model.eval()
+    return history
+
+
+@CATALOGUE.mistake(
+    "train_ignores_batch_size",
+    "train_classifier ignores batch_size: its mini-batches always have the default 64 samples",
+    check="test_train_classifier_returns_sample_weighted_epoch_losses",
+)
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.size(0), []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.train()
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, 64):
+                idx = order[start : start + 64]
+                loss = F.cross_entropy(model(X[idx]), y[idx])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * idx.numel()
+            history.append(total / n)
+    model.eval()
+    return history
+
+
+@CATALOGUE.mistake(
+    "train_ignores_lr",
+    "train_classifier ignores lr: Adam always gets the default 1e-3",
+    check="test_train_classifier_returns_sample_weighted_epoch_losses",
+)
+def train_classifier(model, X, y, epochs=30, batch_size=64, lr=1e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    n, history = X.size(0), []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model.train()
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                loss = F.cross_entropy(model(X[idx]), y[idx])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * idx.numel()
+            history.append(total / n)
+    model.eval()
     return history

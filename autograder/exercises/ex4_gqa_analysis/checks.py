@@ -152,13 +152,20 @@ def test_gqa_projection_shapes_without_bias(submission, mistakes, rng):
     grade_id="check_gqa_structure",
     requires=("test_gqa_matches_reference_with_its_own_weights",),
 )
-def test_gqa_output_shape(submission, rng):
+def test_gqa_output_shape(submission, mistakes, rng):
     batch, length, d_model, n_heads, n_kv = gqa_sizes(rng)
     module = build(submission, d_model, n_heads, n_kv)
     x = random_input(rng, batch, length, d_model)
     sizes = (d_model, n_heads, n_kv)
     what = f"the output of GroupedQueryAttention{sizes} on x of shape {x.shape}"
-    out = student_output(module, x, what)
+    out = as_array(module(x), what, allow=("tensor",))
+    unmerged = (batch, n_heads, length, d_model // n_heads)
+    expect_shape(
+        out,
+        tuple(x.shape),
+        what,
+        mistake=mistakes["heads_not_merged"] if out.shape == unmerged else None,
+    )
     ensure(bool(np.all(np.isfinite(out))), "the output should be finite (no NaN or inf)")
 
 
@@ -195,15 +202,27 @@ def test_gqa_matches_reference_with_its_own_weights(submission, mistakes, rng):
         check_projections(module, sizes)
         weights = load_into(module, seeded_weights(rng, *sizes))
         x = random_input(rng, batch, length, d_model)
-        expected, candidates = gqa_expected(mistakes, sizes, weights, x)
-        expect_close(
-            student_output(module, x, "the output"),
-            expected,
-            f"the output of GroupedQueryAttention{sizes} ({kind}) on x of shape {tuple(x.shape)}",
-            atol=ATOL,
-            rtol=RTOL,
-            mistakes=candidates,
-        )
+        # the same module again on another batch size and length, then on x again: an answer
+        # that depends on an earlier call shows
+        for case in (x, other_input(rng, x), x):
+            expected, candidates = gqa_expected(mistakes, sizes, weights, case)
+            what = f"the output of GroupedQueryAttention{sizes} ({kind}) on x of shape "
+            expect_close(
+                student_output(module, case, "the output"),
+                expected,
+                what + str(tuple(case.shape)),
+                atol=ATOL,
+                rtol=RTOL,
+                mistakes=candidates,
+            )
+
+
+def other_input(rng, x: torch.Tensor) -> torch.Tensor:
+    """An input of another batch size and another length than x's (the same d_model)."""
+    batch, length, d_model = x.shape
+    sizes = [size for size in range(2, 12) if size not in (batch, length, d_model)]
+    other_batch, other_length = (int(v) for v in rng.choice(sizes, size=2, replace=False))
+    return random_input(rng, other_batch, other_length, d_model)
 
 
 @check(points=1.0, grade_id="check_gqa_attention")
@@ -246,6 +265,8 @@ def test_gqa_kv_head_serves_its_group(submission, mistakes, rng):
 @check(points=0.5, grade_id="check_gqa_attention")
 def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
     batch, length, d_model, n_heads, n_kv = gqa_sizes(rng)
+    while length < 4:  # room for a mask whose heads all differ
+        batch, length, d_model, n_heads, n_kv = gqa_sizes(rng)
     sizes = (d_model, n_heads, n_kv)
     module = build(submission, *sizes)
     check_projections(module, sizes)
@@ -253,8 +274,11 @@ def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
     x = random_input(rng, batch, length, d_model)
     hidden = int(rng.integers(length))  # a key that only its own query may attend to
     others = [r for r in range(length) if r != hidden]
-    for shape in ((length, length), (batch, 1, length, length)):
+    # a mask's heads axis is the query heads' (one slice per query head, in their order)
+    for shape in ((length, length), (batch, 1, length, length), (1, n_heads, length, length)):
         keep = mask_hiding(rng, shape, hidden)
+        while shape[1] == n_heads and len({keep[0, h].tobytes() for h in range(n_heads)}) < n_heads:
+            keep = mask_hiding(rng, shape, hidden)  # every head its own slice
         mask = torch.from_numpy(keep)
         what = f"the output with a boolean mask of shape {shape} (True = may attend)"
         out = student_output(module, x, what, mask=mask)
@@ -268,6 +292,12 @@ def test_gqa_bool_mask_blocks_positions(submission, mistakes, rng):
             f"position {hidden} is blocked for every other query by the mask, yet changing the "
             f"input there changed other positions' outputs (mask of shape {shape})",
         )
+    # then without a mask, on another input: every position may attend again
+    other = other_input(rng, x)
+    expected, candidates = gqa_expected(mistakes, sizes, weights, other)
+    what = f"the output without a mask on x of shape {tuple(other.shape)}, after masked calls"
+    out = student_output(module, other, what)
+    expect_close(out, expected, what, atol=ATOL, rtol=RTOL, mistakes=candidates)
 
 
 # -- parameters and cache --------------------------------------------------------------------------
@@ -389,13 +419,19 @@ def test_kv_cache_mib(submission, mistakes, rng):
 # -- the report ----------------------------------------------------------------------------------
 def report_arguments(rng) -> dict:
     n_heads = int(rng.choice([6, 10, 12]))
-    options = [k for k in range(1, n_heads + 1) if n_heads % k == 0]
+    options = [
+        int(k) for k in rng.permutation([k for k in range(1, n_heads + 1) if n_heads % k == 0])
+    ]
+    if options == sorted(options):  # never in order: rows sorted by n_kv_heads show
+        options.reverse()
     return {
         "d_model": n_heads * int(rng.choice([4, 5, 8])),
         "n_heads": n_heads,
-        "kv_head_options": tuple(int(k) for k in rng.permutation(options)),
+        "kv_head_options": tuple(options),
         "seq_len": int(rng.integers(100, 5000)),
-        "batch_shape": tuple(distinct_sizes(rng, 2, 2, 8)),
+        "batch_shape": tuple(  # no size n_heads: a cache for batch_shape[0] sequences shows
+            int(v) for v in rng.choice([b for b in range(2, 9) if b != n_heads], 2, replace=False)
+        ),
     }
 
 
@@ -480,6 +516,7 @@ def test_gqa_report_values(submission, mistakes, rng):
         all(is_int(v) for v in observed) and observed == list(kwargs["kv_head_options"]),
         f"{what}: the n_kv_heads of the rows should be {list(kwargs['kv_head_options'])}, "
         f"got {observed!r}",
+        mistake=named_by(observed, candidates, "n_kv_heads"),
     )
     for key, integer in (("kv_params", True), ("kv_cache_mib", False)):
         observed = [row[key] for row in rows]

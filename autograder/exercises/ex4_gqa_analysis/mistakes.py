@@ -532,7 +532,8 @@ def gqa_report(
 
 @CATALOGUE.mistake(
     "report_shape_hardcoded",
-    "output_shape was hard-coded to the lesson's (2, 32, 512)",
+    "output_shape was hard-coded to the lesson's (2, 32, 512), whatever batch_shape and d_model "
+    "say",
     check="test_gqa_report_output_shape_from_forward_pass",
 )
 def gqa_report(
@@ -583,3 +584,255 @@ class GroupedQueryAttention(nn.Module):
             scores = scores.masked_fill(~mask.bool(), float("-inf"))
         weights = F.softmax(scores, dim=-1)
         return self.W_o((weights @ v).reshape(batch, length, self.n_heads * self.head_dim))
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "heads_not_merged",
+    "forward returned the heads' contexts (B, n_heads, L, head_dim) without merging them back "
+    "to (B, L, d_model) and projecting them with W_o",
+    check="test_gqa_output_shape",
+)
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if n_heads <= 0 or n_kv_heads <= 0 or d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("d_model % n_heads and n_heads % n_kv_heads must be 0")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        batch, length, _ = x.shape
+        q = self.W_q(x).view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.W_k(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.W_v(x).view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        group = self.n_heads // self.n_kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        return F.softmax(scores, dim=-1) @ v
+
+
+@CATALOGUE.mistake(
+    "mask_heads_in_kv_order",
+    "a mask with one slice per head was read with its heads in K/V-head order (query head "
+    "i*n_kv_heads + j for K/V head j): its heads axis is the query heads', in their own order",
+    check="test_gqa_bool_mask_blocks_positions",
+)
+class GroupedQueryAttention(nn.Module):
+    def __init__(self, d_model, n_heads, n_kv_heads):
+        super().__init__()
+        if n_heads <= 0 or n_kv_heads <= 0 or d_model % n_heads or n_heads % n_kv_heads:
+            raise ValueError("d_model % n_heads and n_heads % n_kv_heads must be 0")
+        self.n_heads, self.n_kv_heads, self.head_dim = n_heads, n_kv_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.head_dim, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        batch, length, d_model = x.shape
+        group = self.n_heads // self.n_kv_heads
+        q = self.W_q(x).view(batch, length, self.n_kv_heads, group, self.head_dim)
+        k = self.W_k(x).view(batch, length, self.n_kv_heads, self.head_dim)
+        v = self.W_v(x).view(batch, length, self.n_kv_heads, self.head_dim)
+        scores = torch.einsum("blkgd,bskd->bkgls", q, k) / math.sqrt(self.head_dim)
+        if mask is not None:
+            mask = mask.bool()
+            if mask.dim() == 4 and mask.shape[1] == self.n_heads:
+                mask = mask.unflatten(1, (group, self.n_kv_heads)).transpose(1, 2)
+            else:
+                mask = mask.unsqueeze(-3) if mask.dim() == 4 else mask
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        out = torch.einsum("bkgls,bskd->blkgd", weights, v).reshape(batch, length, d_model)
+        return self.W_o(out)
+
+
+@CATALOGUE.mistake(
+    "mib_ignores_n_layers",
+    "kv_cache_mib ignores n_layers (it passes kv_cache_bytes its default of one layer)",
+    check="test_kv_cache_mib",
+)
+def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
+    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, 1, batch_size, bytes_per_element) / 2**20
+
+
+@CATALOGUE.mistake(
+    "mib_ignores_batch_size",
+    "kv_cache_mib ignores batch_size (it passes kv_cache_bytes its default of one sequence)",
+    check="test_kv_cache_mib",
+)
+def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
+    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, 1, bytes_per_element) / 2**20
+
+
+@CATALOGUE.mistake(
+    "mib_ignores_bytes_per_element",
+    "kv_cache_mib ignores bytes_per_element (it passes kv_cache_bytes its default of 2 bytes)",
+    check="test_kv_cache_mib",
+)
+def kv_cache_mib(seq_len, n_kv_heads, head_dim, n_layers=1, batch_size=1, bytes_per_element=2):
+    return kv_cache_bytes(seq_len, n_kv_heads, head_dim, n_layers, batch_size) / 2**20
+
+
+@CATALOGUE.mistake(
+    "report_params_of_every_head",
+    "the report's kv_params counted K/V projections for all n_heads heads in every row; each "
+    "row has its own n_kv_heads",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(d_model, n_heads, n_kv)
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, n_heads, n_heads),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
+    "report_rows_sorted",
+    "the rows were sorted by n_kv_heads; the report has one row per option, in the order of "
+    "kv_head_options",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in sorted(kv_head_options):
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(d_model, n_heads, n_kv)
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, n_heads, n_kv),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
+    "report_ignores_seq_len",
+    "gqa_report ignores seq_len: its cache is always that of the default 2048 positions",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(d_model, n_heads, n_kv)
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, n_heads, n_kv),
+                "kv_cache_mib": kv_cache_mib(2048, n_kv, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
+    "report_ignores_d_model",
+    "gqa_report ignores d_model: its modules and counts use the default 512",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(512, n_heads, n_kv)
+            out = module(torch.randn(*batch_shape, 512))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(512, n_heads, n_kv),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, 512 // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
+    "report_ignores_n_heads",
+    "gqa_report ignores n_heads: its modules, names and counts use the default 8 query heads",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in kv_head_options:
+        name = "MHA" if n_kv == 8 else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(d_model, 8, n_kv)
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, 8, n_kv),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, d_model // 8),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows
+
+
+@CATALOGUE.mistake(
+    "report_ignores_kv_head_options",
+    "gqa_report ignores kv_head_options: its rows are those of the default options (8, 4, 1)",
+    check="test_gqa_report_values",
+)
+def gqa_report(
+    d_model=512, n_heads=8, kv_head_options=(8, 4, 1), seq_len=2048, batch_shape=(2, 32)
+):
+    rows = []
+    for n_kv in (8, 4, 1):
+        name = "MHA" if n_kv == n_heads else "MQA" if n_kv == 1 else f"GQA-{n_kv}"
+        with torch.no_grad():
+            module = GroupedQueryAttention(d_model, n_heads, n_kv)
+            out = module(torch.randn(*batch_shape, d_model))
+        rows.append(
+            {
+                "name": name,
+                "n_kv_heads": n_kv,
+                "kv_params": kv_projection_params(d_model, n_heads, n_kv),
+                "kv_cache_mib": kv_cache_mib(seq_len, n_kv, d_model // n_heads),
+                "output_shape": tuple(out.shape),
+            }
+        )
+    return rows

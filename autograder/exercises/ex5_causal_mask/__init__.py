@@ -25,7 +25,6 @@ EXERCISE = Exercise(
             "test_causal_transformer_is_causal",
             "test_causal_transformer_output_shape",
             "test_next_token_accuracy_matches_predictions",
-            "test_train_lm_deterministic_for_a_seed",
             "test_train_lm_learns_the_sine",
             "test_train_lm_reports_sample_weighted_loss",
         }

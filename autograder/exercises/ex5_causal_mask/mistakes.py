@@ -529,35 +529,6 @@ def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
 
 
 @CATALOGUE.mistake(
-    "lm_shuffle_once",
-    "the windows were shuffled once before the epochs, so every epoch sees the same "
-    "batches; draw a new permutation each epoch",
-    check="test_train_lm_deterministic_for_a_seed",
-)
-def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    n, history = X.shape[0], []
-    model.train()
-    order = torch.randperm(n, generator=generator)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        for _ in range(epochs):
-            total, batches = 0.0, 0
-            for start in range(0, n, batch_size):
-                idx = order[start : start + batch_size]
-                logits = model(X[idx])
-                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                total += loss.item() * len(idx)
-                batches += 1
-            history.append(total / n)
-    return history
-
-
-@CATALOGUE.mistake(
     "lm_no_zero_grad",
     "the gradients were never reset (no optimizer.zero_grad()), so each step uses the sum "
     "of all gradients so far",
@@ -596,3 +567,199 @@ def masked_attention(Q, K, V, mask=None):
         scores = scores + mask
     weights = torch.softmax(scores, dim=-1)
     return weights @ V, weights
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "none_mask_means_causal",
+    "with mask=None the attention was made causal: mask=None masks nothing (a causal model passes "
+    "causal_mask itself)",
+    check="test_masked_attention_matches_reference",
+)
+def masked_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is None:
+        mask = torch.triu(torch.full(scores.shape[-2:], float("-inf")), diagonal=1)
+    scores = scores + mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "masked_attention_ignores_mask",
+    "masked_attention ignores its mask: blocked positions still get weight",
+    check="test_masked_attention_float_mask_blocks_positions",
+)
+def masked_attention(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    pass
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ V, weights
+
+
+@CATALOGUE.mistake(
+    "n_bins_ignored",
+    "discretize_sine ignores n_bins: it always uses the default 50 bins",
+    check="test_discretize_sine_bins",
+)
+def discretize_sine(n_points, n_bins=50, period=50.0):
+    t = torch.arange(n_points, dtype=torch.float64)
+    v = torch.sin(2 * math.pi * t / period)
+    return torch.clamp(torch.floor((v + 1) / 2 * 50), max=50 - 1).long()
+
+
+@CATALOGUE.mistake(
+    "period_ignored",
+    "discretize_sine ignores period: the sine always has the default period 50",
+    check="test_discretize_sine_bins",
+)
+def discretize_sine(n_points, n_bins=50, period=50.0):
+    t = torch.arange(n_points, dtype=torch.float64)
+    v = torch.sin(2 * math.pi * t / 50.0)
+    return torch.clamp(torch.floor((v + 1) / 2 * n_bins), max=n_bins - 1).long()
+
+
+@CATALOGUE.mistake(
+    "test_size_rounded",
+    "the number of test windows was rounded to the nearest integer: it is ceil(holdout_frac * N)",
+    check="test_split_holdout_exact",
+)
+def split_holdout(X, Y, holdout_frac=0.1):
+    n = X.shape[0]
+    n_test = round(holdout_frac * n)
+    first_test = n - n_test
+    n_train = max(first_test - X.shape[1], 0)
+
+    return X[:n_train], Y[:n_train], X[first_test:], Y[first_test:]
+
+
+@CATALOGUE.mistake(
+    "train_windows_shuffled",
+    "the training windows were shuffled: the split keeps their order",
+    check="test_split_holdout_exact",
+)
+def split_holdout(X, Y, holdout_frac=0.1):
+    n = X.shape[0]
+    n_test = math.ceil(holdout_frac * n)
+    first_test = n - n_test
+    n_train = max(first_test - X.shape[1], 0)
+    order = torch.randperm(n_train, generator=torch.Generator().manual_seed(0))
+    return X[:n_train][order], Y[:n_train][order], X[first_test:], Y[first_test:]
+
+
+@CATALOGUE.mistake(
+    "holdout_frac_ignored",
+    "split_holdout ignores holdout_frac: the test set is always the default 10% of the windows",
+    check="test_split_holdout_exact",
+)
+def split_holdout(X, Y, holdout_frac=0.1):
+    n = X.shape[0]
+    n_test = math.ceil(0.1 * n)
+    first_test = n - n_test
+    n_train = max(first_test - X.shape[1], 0)
+
+    return X[:n_train], Y[:n_train], X[first_test:], Y[first_test:]
+
+
+@CATALOGUE.mistake(
+    "lm_epochs_ignored",
+    "train_lm ignores epochs: it always trains for the default 20 epochs",
+    check="test_train_lm_reports_sample_weighted_loss",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(20):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+            history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "lm_lr_ignored",
+    "train_lm ignores lr: Adam always gets the default 3e-3",
+    check="test_train_lm_reports_sample_weighted_loss",
+)
+def train_lm(model, X, Y, epochs=20, batch_size=64, lr=3e-3, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    n, history = X.shape[0], []
+    model.train()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                logits = model(X[idx])
+                loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y[idx].reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                total += loss.item() * len(idx)
+            history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "vocab_size_ignored",
+    "CausalTransformer ignores vocab_size: its logits always have the default 50 entries",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        vocab_size, d_model = 50, d_model
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        h = self.token_emb(x) + self.pos_emb(torch.arange(x.shape[1]))
+        mask = causal_mask(x.shape[1])
+        return self.head(self.encoder(h, mask=mask))
+
+
+@CATALOGUE.mistake(
+    "d_model_ignored",
+    "CausalTransformer ignores d_model: its layers always have the default 64 features",
+    check="test_causal_transformer_output_shape",
+)
+class CausalTransformer(nn.Module):
+    def __init__(self, vocab_size=50, d_model=64, n_layers=2, n_heads=4, max_len=128, dropout=0.0):
+        super().__init__()
+        vocab_size, d_model = vocab_size, 64
+        self.token_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = nn.Embedding(max_len, d_model)
+        layer = nn.TransformerEncoderLayer(
+            d_model, n_heads, 4 * d_model, dropout, batch_first=True, norm_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, n_layers, norm=nn.LayerNorm(d_model), enable_nested_tensor=False
+        )
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, x):
+        h = self.token_emb(x) + self.pos_emb(torch.arange(x.shape[1]))
+        mask = causal_mask(x.shape[1])
+        return self.head(self.encoder(h, mask=mask))

@@ -73,7 +73,7 @@ def split_holdout(
     n_test = math.ceil(holdout_frac * n)
     first_test = n - n_test
     # Window i covers token positions i .. i + context_len (inputs and targets together).
-    n_train = first_test if n_test == 0 else max(first_test - X.shape[1], 0)
+    n_train = max(first_test - X.shape[1], 0)
     return X[:n_train], Y[:n_train], X[first_test:], Y[first_test:]
 
 

@@ -69,12 +69,17 @@ def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple
 
 def rotation_is_wrong(submission, x: torch.Tensor, **kwargs) -> bool:
     """Whether the notebook's apply_rope(x, **kwargs) raises or answers other than the contract:
-    a tensor of x's shape and dtype, within the contract's tolerance for that dtype."""
+    a new tensor of x's shape and dtype (x left as it was), within the contract's tolerance for
+    that dtype."""
     try:
         value = submission.call("apply_rope", x, **kwargs)
         observed = as_array(value, "apply_rope(x)", allow=("tensor",))
+        function = submission.module_getattr("apply_rope")
+        _, after = submission.probe("inputs_after", function, [x], kwargs)
     except (StudentError, CheckFailed):
         return True
+    if not (isinstance(after, list) and len(after) == 1 and torch.equal(after[0], x)):
+        return True  # x changed in place
     if not isinstance(value, torch.Tensor) or value.dtype != x.dtype:
         return True
     expected = ref.apply_rope(x.double(), **kwargs).numpy()
@@ -263,6 +268,9 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
         isinstance(answer.value, torch.Tensor) and answer.value.dtype == torch.float32,
         f"{what} should return a float32 tensor (x's dtype), got "
         f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
+        mistake=mistakes["rope_returns_float64"]
+        if getattr(answer.value, "dtype", None) == torch.float64
+        else None,
     )
     observed = as_array(answer.value, what, allow=("tensor",))
     expect_rotation(observed, x, what, answer.candidates, ATOL32, offset=offset)
@@ -272,6 +280,7 @@ def test_apply_rope_float32_in_float32_out(submission, mistakes, rng):
     ensure(
         isinstance(after, list) and len(after) == 1 and torch.equal(after[0], x),
         f"{what} changed x: apply_rope should return a new tensor and leave x as it was",
+        mistake=mistakes["rope_in_place"],
     )
 
 
@@ -374,14 +383,22 @@ def compare_on_seeded_weights(
     )
     weights = load_into(module, seeded_weights(rng, d_model))
     x = torch.from_numpy(rng.normal(size=(batch, length, d_model)).astype(np.float32))
-    for causal in (True, False):
+    # the same module on another batch size and length between two calls on x (causal, then
+    # not): an answer that depends on an earlier call shows
+    other_batch, other_length = (
+        int(v) for v in rng.choice([s for s in range(2, 9) if s not in (batch, length)], 2, False)
+    )
+    other = torch.from_numpy(
+        rng.normal(size=(other_batch, other_length, d_model)).astype(np.float32)
+    )
+    for case, causal in ((x, True), (other, True), (x, False), (other, False)):
 
-        def run(reference_module, causal=causal):
-            return reference_module(x.double(), causal=causal).numpy()
+        def run(reference_module, case=case, causal=causal):
+            return reference_module(case.double(), causal=causal).numpy()
 
-        what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(x.shape)}"
+        what = f"RoPEAttention{sizes}(x, causal={causal}) on its own weights, x {tuple(case.shape)}"
         expect_close(
-            student_output(module, x, what, causal=causal),
+            student_output(module, case, what, causal=causal),
             module_output(ref.RoPEAttention, sizes, weights, run),
             what,
             atol=1e-4,
@@ -406,7 +423,19 @@ def test_rope_attention_projections_and_sizes(submission, mistakes, rng):
             f"the weight of {name}",
         )
     biases = sorted(key for key in state if key.endswith("bias"))
-    ensure(not biases, f"the projections should have no bias (bias=False), found {biases}")
+    ensure(
+        not biases,
+        f"the projections should have no bias (bias=False), found {biases}",
+        mistake=mistakes["rope_projections_with_bias"],
+    )
+    # other parameter-free submodules are allowed, but the state_dict holds exactly these
+    extra = sorted(key for key in state if key not in {f"{n}.weight" for n in PROJECTIONS})
+    ensure(
+        not extra,
+        f"RoPEAttention's state_dict should hold exactly {', '.join(PROJECTIONS)}'s weights; it "
+        f"also holds {extra} (a buffer of the frequencies? register it with persistent=False)",
+        mistake=mistakes["frequencies_in_the_state_dict"],
+    )
     odd_head = 2 * int(rng.integers(2, 5)) + 1
     for args, why in (
         ((heads * 2 * odd_head + 1, heads), "d_model is not divisible by num_heads"),
@@ -460,19 +489,34 @@ def test_rope_attention_is_causal_and_sees_order(submission, rng):
 @check(points=1.0, grade_id="check_relative_scores")
 @on_a_working_rope
 def test_relative_scores_match_the_formula(submission, mistakes, rng):
+    """In float64 and in float32: q's dtype comes back, and the values are compared at the
+    apply_rope tolerance of that dtype times |q|·|k| (the contract)."""
     head_dim, positions = even_sizes(rng, 2, 3, 12)
-    q, k = tensor(rng, head_dim), tensor(rng, head_dim)
-    base = float(rng.uniform(20, 200))
-    what = f"relative_scores(q, k, positions={positions}, base={base:g}), head_dim {head_dim}"
-    answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
-    expect_close(
-        as_array(answer.value, what, allow=("tensor",)),
-        ref.relative_scores(q, k, positions, base=base),
-        what,
-        atol=ATOL64,
-        rtol=0,
-        mistakes=answer.candidates,
-    )
+    for dtype, atol in ((torch.float64, ATOL64), (torch.float32, ATOL32)):
+        q, k = tensor(rng, head_dim, dtype=dtype), tensor(rng, head_dim, dtype=dtype)
+        base = float(rng.uniform(20, 200))
+        what = (
+            f"relative_scores(q, k, positions={positions}, base={base:g}) for {dtype} q and k "
+            f"of head_dim {head_dim}"
+        )
+        answer = call_checked(submission, mistakes, "relative_scores", q, k, positions, base=base)
+        ensure(
+            isinstance(answer.value, torch.Tensor) and answer.value.dtype == dtype,
+            f"{what} should return a tensor of q's dtype, {dtype}; got "
+            f"{getattr(answer.value, 'dtype', type(answer.value).__name__)}",
+            mistake=mistakes["relative_scores_in_float64"]
+            if getattr(answer.value, "dtype", None) == torch.float64
+            else None,
+        )
+        scale = float(q.double().norm() * k.double().norm())
+        expect_close(
+            as_array(answer.value, what, allow=("tensor",)),
+            ref.relative_scores(q.double(), k.double(), positions, base=base),
+            what,
+            atol=atol * scale,
+            rtol=0,
+            mistakes=answer.candidates,
+        )
 
 
 @check(
@@ -488,17 +532,18 @@ def test_relative_scores_depend_only_on_m_minus_n(submission, rng):
     what = f"relative_scores(q, k, {positions})"
     scores = as_array(submission.call("relative_scores", q, k, positions), what, allow=("tensor",))
     expect_shape(scores, (positions, positions), what)
+    atol = 2 * ATOL64 * float(q.norm() * k.norm())  # each within the contract's tolerance
     expect_close(
         scores[1:, 1:],
         scores[:-1, :-1],
         f"{what}: S[m+1, n+1] against S[m, n] (the score depends only on m - n)",
-        atol=1e-8,
+        atol=atol,
         rtol=0,
     )
     expect_close(
         np.diag(scores),
         np.full(positions, float(q @ k)),
         f"the diagonal of {what} (m = n: the rotations cancel, q . k)",
-        atol=1e-8,
+        atol=atol,
         rtol=0,
     )

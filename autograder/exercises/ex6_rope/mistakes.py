@@ -357,3 +357,309 @@ def relative_scores(q, k, positions, base=10000.0):
     rotated_q = apply_rope(q.expand(positions, q.shape[-1]), base=base)
     rotated_k = apply_rope(k.expand(positions, k.shape[-1]), base=base)
     return rotated_k @ rotated_q.T
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "rope_returns_float64",
+    "apply_rope returned float64 for a float32 x: it returns a tensor of x's dtype (compute the "
+    "angles in float64, then cast the result back)",
+    check="test_apply_rope_float32_in_float32_out",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base).double()
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    first, second = x[..., :half].double(), x[..., half:].double()
+    cos, sin = torch.cos(angles), torch.sin(angles)
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
+    "rope_in_place",
+    "apply_rope rotated x in place: it returns a new tensor and leaves x as it was",
+    check="test_apply_rope_float32_in_float32_out",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1], base).double()
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half].clone(), x[..., half:].clone()
+    x[..., :half] = first * cos - second * sin
+    x[..., half:] = first * sin + second * cos
+    return x
+
+
+@CATALOGUE.mistake(
+    "apply_rope_ignores_base",
+    "apply_rope ignores its base: the frequencies always use the default 10000",
+    check="test_apply_rope_matches_the_formula",
+)
+def apply_rope(x, offset=0, base=10000.0):
+    half = x.shape[-1] // 2
+    theta = rope_frequencies(x.shape[-1]).double()
+    positions = torch.arange(offset, offset + x.shape[-2], dtype=torch.float64)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles).to(x.dtype), torch.sin(angles).to(x.dtype)
+    first, second = x[..., :half], x[..., half:]
+    return torch.cat([first * cos - second * sin, first * sin + second * cos], dim=-1)
+
+
+@CATALOGUE.mistake(
+    "rope_projections_with_bias",
+    "the projections have biases; RoPEAttention's W_q, W_k, W_v and W_o are "
+    "nn.Linear(d_model, d_model, bias=False)",
+    check="test_rope_attention_projections_and_sizes",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=True)
+        self.W_k = nn.Linear(d_model, d_model, bias=True)
+        self.W_v = nn.Linear(d_model, d_model, bias=True)
+        self.W_o = nn.Linear(d_model, d_model, bias=True)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "frequencies_in_the_state_dict",
+    "the frequencies were registered as a persistent buffer, so the state_dict holds more than "
+    "W_q, W_k, W_v and W_o: register it with persistent=False (or keep no buffer)",
+    check="test_rope_attention_projections_and_sizes",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        self.register_buffer("theta", rope_frequencies(d_model // num_heads, base))
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "odd_head_dim_accepted_by_the_module",
+    "RoPEAttention accepted an odd head_dim (its last feature has no partner): raise "
+    "ValueError at construction",
+    check="test_rope_attention_projections_and_sizes",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "no_output_projection",
+    "the merged heads were returned without the output projection W_o",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return out.transpose(1, 2).reshape(batch, length, d_model)
+
+
+@CATALOGUE.mistake(
+    "rope_attention_ignores_num_heads",
+    "RoPEAttention ignores num_heads: it attends with one head over all d_model features",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = 1, d_model // 1, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "rope_attention_ignores_base",
+    "RoPEAttention ignores its base: it rotates with the default 10000",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, 10000.0
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if causal:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "causal_ignored",
+    "forward ignores causal: it always applies the causal mask, even with causal=False",
+    check="test_rope_attention_matches_the_reference_on_its_weights",
+)
+class RoPEAttention(nn.Module):
+    def __init__(self, d_model, num_heads, base=10000.0):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or (d_model // num_heads) % 2:
+            raise ValueError("bad sizes")
+        self.num_heads, self.head_dim, self.base = num_heads, d_model // num_heads, base
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, causal=True):
+        batch, length, d_model = x.shape
+
+        def heads(t):
+            return t.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+        q = apply_rope(heads(self.W_q(x)), base=self.base)
+        k = apply_rope(heads(self.W_k(x)), base=self.base)
+        v = heads(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if True:
+            blocked = torch.ones(length, length, dtype=torch.bool).triu(1)
+            scores = scores.masked_fill(blocked, float("-inf"))
+        out = F.softmax(scores, dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, length, d_model))
+
+
+@CATALOGUE.mistake(
+    "relative_scores_ignores_base",
+    "relative_scores ignores its base: it rotates with the default 10000",
+    check="test_relative_scores_match_the_formula",
+)
+def relative_scores(q, k, positions, base=10000.0):
+    rotated_q = apply_rope(q.expand(positions, q.shape[-1]))
+    rotated_k = apply_rope(k.expand(positions, k.shape[-1]))
+    return rotated_q @ rotated_k.T
+
+
+@CATALOGUE.mistake(
+    "relative_scores_in_float64",
+    "relative_scores returned float64 for float32 q and k: it returns q's dtype",
+    check="test_relative_scores_match_the_formula",
+)
+def relative_scores(q, k, positions, base=10000.0):
+    rotated_q = apply_rope(q.double().expand(positions, q.shape[-1]), base=base)
+    rotated_k = apply_rope(k.double().expand(positions, k.shape[-1]), base=base)
+    return rotated_q @ rotated_k.T

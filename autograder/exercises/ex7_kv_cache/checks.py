@@ -186,13 +186,20 @@ on_the_contracts_cache = on_the_contracts("KVCache", ref.KVCache, wrong_cache)
 
 @check(points=1.0, grade_id="check_kv_cache")
 def test_kv_cache_appends_along_time(submission, mistakes, rng):
-    batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
+    while True:  # no axis but time as long as the two appends together (len names the axis)
+        batch, heads, first, second, head_dim = distinct_sizes(rng, 5, 2, 9)
+        if first + second not in (batch, heads, head_dim):
+            break
     k1, v1 = (torch.from_numpy(rng.normal(size=(batch, heads, first, head_dim))) for _ in "kv")
     k2, v2 = (torch.from_numpy(rng.normal(size=(batch, heads, second, head_dim))) for _ in "kv")
     cache = submission.call("KVCache")
+    empty_k, empty_v = cache.getattr("k"), cache.getattr("v")
     ensure(
-        cache.getattr("k") is None and cache.getattr("v") is None and cache.call("__len__") == 0,
+        empty_k is None and empty_v is None and cache.call("__len__") == 0,
         "an empty KVCache should have k = v = None and len 0",
+        mistake=mistakes["empty_cache_holds_tensors"]
+        if all(isinstance(t, torch.Tensor) and t.numel() == 0 for t in (empty_k, empty_v))
+        else None,
     )
     candidates: list = []
     for mistake in mistakes.for_target("KVCache"):
@@ -200,7 +207,7 @@ def test_kv_cache_appends_along_time(submission, mistakes, rng):
         try:
             wrong.append(k1, v1)
             wrong.append(k2, v2)
-            candidates.append((mistake, (wrong.k, len(wrong))))
+            candidates.append((mistake, (wrong.k, len(wrong), wrong.v)))
         except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
             candidates.append((mistake, type(error).__name__))
     try:
@@ -220,7 +227,12 @@ def test_kv_cache_appends_along_time(submission, mistakes, rng):
         rtol=0,
         mistakes=[(m, out[0]) for m, out in candidates],
     )
-    expect_close(as_array(cache.getattr("v"), "cache.v", allow=("tensor",)), expected_v, "cache.v")
+    expect_close(
+        as_array(cache.getattr("v"), "cache.v", allow=("tensor",)),
+        expected_v,
+        "cache.v",
+        mistakes=[(m, out[2]) for m, out in candidates],
+    )
     length = cache.call("__len__")
     named = next(
         (m for m, out in candidates if out[1] == length and out[1] != first + second), None
@@ -356,18 +368,23 @@ def test_cached_attention_projections_and_sizes(submission, mistakes, rng):
     for given, kv in ((n_kv, n_kv), (None, n_heads)):
         state = submission.call(TARGET, d_model, n_heads, given).call("state_dict")
         for key, shape in shapes(d_model, n_heads, kv).items():
-            named = (
-                mistakes["default_is_one_kv_head"]
-                if given is None and key == "W_k.weight"
-                else None
-            )
+            weight = as_array(state[key], key)
+            named = None
+            if given is None and key == "W_k.weight":
+                named = mistakes["default_is_one_kv_head"]
+            elif key == "W_k.weight" and weight.shape == (d_model, d_model):
+                named = mistakes["n_kv_heads_ignored"]
             expect_shape(
-                as_array(state[key], key),
+                weight,
                 shape,
                 f"{key} of {TARGET}({d_model}, {n_heads}, n_kv_heads={given})",
                 mistake=named,
             )
-        ensure(not [k for k in state if k.endswith("bias")], "the projections should have no bias")
+        ensure(
+            not [k for k in state if k.endswith("bias")],
+            "the projections should have no bias",
+            mistake=mistakes["cached_projections_with_bias"],
+        )
     # Sizes that do not divide are not checked: unlike ex4 and ex6, the contract of ex7 names no
     # error for them (an assert, a ValueError or no check at all are all within it).
 
@@ -478,7 +495,21 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
     model = submission.call("TinyLM", *sizes)
     state = model.call("state_dict")
     missing = sorted(set(tinylm_layout(*sizes)) - set(state))
-    ensure(not missing, f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)")
+    ensure(
+        not missing,
+        f"TinyLM{sizes} lacks {missing} (embed, attn, head of the contract)",
+        mistake=mistakes["head_without_bias"] if missing == ["head.bias"] else None,
+    )
+    for key, shape in tinylm_layout(*sizes).items():
+        held = as_array(state[key], key)
+        expect_shape(
+            held,
+            shape,
+            f"{key} of TinyLM{sizes}",
+            mistake=mistakes["tinylm_ignores_n_kv_heads"]
+            if key == "attn.W_k.weight" and held.shape == (sizes[1], sizes[1])
+            else None,
+        )
     weights = load_into(
         model, seeded(rng, tinylm_layout(*sizes)), may_tie=TIED, submission=submission
     )
@@ -512,6 +543,7 @@ def test_tinylm_matches_the_reference_on_its_weights(submission, mistakes, rng):
         f"{what} (the cache goes on to attn)",
         atol=1e-4,
         rtol=1e-4,
+        mistakes=without_raised(module_outputs(mistakes, "TinyLM", sizes, weights, run_cached)),
     )
 
 
@@ -531,6 +563,7 @@ def decoding_setup(submission, rng):
 def test_generate_matches_the_reference(submission, mistakes, rng):
     sizes, model, weights, prompt = decoding_setup(submission, rng)
     n_new = int(rng.integers(4, 9))
+    answers = []
     for use_cache in (True, False):
 
         def run(reference_model, use_cache=use_cache):
@@ -563,6 +596,59 @@ def test_generate_matches_the_reference(submission, mistakes, rng):
             rtol=0,
             mistakes=candidates,
         )
+        answers.append((use_cache, got))
+    # The same calls again: generate keeps no state between calls, so the same call gives the
+    # same tokens; then another prompt (another batch size and length)
+    for use_cache, first in answers:
+        again = as_array(
+            submission.call("generate", model, prompt, n_new, use_cache=use_cache),
+            "generate called again",
+            allow=("tensor",),
+        )
+        ensure(
+            again.shape == first.shape and np.array_equal(again, first),
+            f"generate(model, prompt, {n_new}, use_cache={use_cache}) called again, after "
+            "another call, gave other tokens than the first time: something was kept between "
+            "calls",
+            mistake=mistakes["generate_keeps_a_cache_between_calls"],
+        )
+    other = torch.from_numpy(rng.integers(0, sizes[0], size=(prompt.shape[0] + 1, 2)))
+
+    def run_other(reference_model):
+        return ref.generate(reference_model, other, 3).numpy()
+
+    what = f"generate(model, prompt {tuple(other.shape)}, 3) after the calls above"
+    expect_close(
+        as_array(submission.call("generate", model, other, 3), what, allow=("tensor",)),
+        module_output(ref.TinyLM, sizes, weights, run_other, dtype=torch.float32),
+        what,
+        atol=0,
+        rtol=0,
+    )
+    expect_first_maximum_on_ties(submission, mistakes, rng, sizes, model, prompt)
+
+
+def expect_first_maximum_on_ties(submission, mistakes, rng, sizes, model, prompt) -> None:
+    """A head of zeros (and the embedding too, which a correct TinyLM may tie to it): every
+    logit is exactly 0 at every step, so greedy decoding takes token 0 each time (the first
+    maximum, as torch.argmax does)."""
+    layout = seeded(rng, tinylm_layout(*sizes))
+    for key in ("embed.weight", "head.weight", "head.bias"):
+        layout[key] = torch.zeros_like(layout[key])
+    load_into(model, layout, may_tie=TIED, submission=submission)
+    n_new = int(rng.integers(2, 5))
+    what = f"generate(model, prompt, {n_new}) when every logit ties (a head of zeros)"
+    got = as_array(submission.call("generate", model, prompt, n_new), what, allow=("tensor",))
+    expected = torch.cat([prompt, torch.zeros(prompt.shape[0], n_new, dtype=prompt.dtype)], 1)
+    last = torch.cat([prompt, torch.full((prompt.shape[0], n_new), sizes[0] - 1)], 1)
+    expect_close(
+        got,
+        expected.numpy(),
+        f"{what}: the first maximum, token 0, each time",
+        atol=0,
+        rtol=0,
+        mistakes=[(mistakes["generate_last_maximum_on_ties"], last.numpy())],
+    )
 
 
 @check(
@@ -659,9 +745,13 @@ def test_kv_projections_match_a_hook_on_W_k(submission, mistakes, rng):
             None,
         )
         fed_whole = sum(prompt.shape[1] + step for step in range(n_new))
+        cached = ref.kv_projections(prompt.shape[1], n_new, True)
+        named = wrong_generate if use_cache and seen == fed_whole else None
+        if not use_cache and seen == cached:
+            named = mistakes["use_cache_ignored"]
         ensure(
             seen == formula == expected,
             f"generate(..., {n_new}, use_cache={use_cache}) sent {seen} token positions through "
             f"W_k; your kv_projections says {formula}, the contract {expected}",
-            mistake=wrong_generate if use_cache and seen == fed_whole else None,
+            mistake=named,
         )

@@ -212,16 +212,23 @@ def test_additive_weights_are_a_softmax_over_the_annotations(submission, mistake
     grade_id="check_additive",
     requires=("test_additive_matches_the_reference_on_its_weights",),
 )
-def test_additive_parameters(submission, rng):
+def test_additive_parameters(submission, mistakes, rng):
     _, _, enc, dec, attn = sizes(rng)
     state = submission.call("AdditiveAttention", enc, dec, attn).call("state_dict")
-    expect_equal(
-        sorted(state),
-        sorted(LAYOUT["AdditiveAttention"]),
-        "the parameters of AdditiveAttention (W_h and v without bias, W_s with)",
+    ensure(
+        sorted(state) == sorted(LAYOUT["AdditiveAttention"]),
+        "the parameters of AdditiveAttention (W_h and v without bias, W_s with) should be "
+        f"{sorted(LAYOUT['AdditiveAttention'])}, got {sorted(state)}",
+        mistake=mistakes["additive_W_h_with_bias"] if "W_h.bias" in state else None,
     )
     for key, shape in LAYOUT["AdditiveAttention"].items():
-        expect_shape(as_array(state[key], key), shape(enc, dec, attn), key)
+        held = as_array(state[key], key)
+        expect_shape(
+            held,
+            shape(enc, dec, attn),
+            key,
+            mistake=mistakes["attn_dim_ignored"] if held.shape == shape(enc, dec, enc) else None,
+        )
 
 
 @check(points=1.0, grade_id="check_multiplicative")
@@ -239,7 +246,11 @@ def test_multiplicative_weights_and_parameters(submission, mistakes, rng):
     check_softmax_and_context(*check_module(submission, mistakes, rng, name), name)
     _, _, enc, dec, _ = sizes(rng)
     state = submission.call(name, enc, dec).call("state_dict")
-    expect_equal(sorted(state), ["W_a.weight"], "the parameters of MultiplicativeAttention")
+    ensure(
+        sorted(state) == ["W_a.weight"],
+        f"the parameters of MultiplicativeAttention should be ['W_a.weight'], got {sorted(state)}",
+        mistake=mistakes["W_a_with_bias"] if "W_a.bias" in state else None,
+    )
     expect_shape(as_array(state["W_a.weight"], "W_a.weight"), (dec, enc), "W_a.weight")
 
 
@@ -263,7 +274,11 @@ def test_scaled_dot_weights_and_no_parameters(submission, mistakes, rng):
     module(annotations, torch.from_numpy(rng.normal(size=(2, dim))).float())
     count = parameter_count(submission, module, trainable=False)
     # no parameters, trainable or not: a buffer (a persistent scale, say) is no parameter
-    ensure(count == 0, f"ScaledDotAttention({dim}) should have no parameters, has {count}")
+    ensure(
+        count == 0,
+        f"ScaledDotAttention({dim}) should have no parameters, has {count}",
+        mistake=mistakes["dot_with_a_learned_scale"] if count == 1 else None,
+    )
 
 
 # -- parameter counts ----------------------------------------------------------------------------
@@ -309,13 +324,25 @@ def test_pointer_task_data(submission, mistakes, rng):
         return [as_array(v, f"{what}[{i}]", allow=("tensor",)) for i, v in enumerate(value)]
 
     annotations, states, targets = data(seed)
-    expect_shape(annotations, (n, length, dim), f"the annotations of {what}")
+    expect_shape(
+        annotations,
+        (n, length, dim),
+        f"the annotations of {what}",
+        mistake=mistakes["pointer_task_ignores_seq_len"]
+        if annotations.shape == (n, 8, dim)
+        else mistakes["pointer_task_ignores_dim"]
+        if annotations.shape == (n, length, 16)
+        else None,
+    )
     expect_shape(states, (n, dim), f"the states of {what}")
     expect_shape(targets, (n,), f"the targets of {what}")
     ensure(
         annotations.dtype == states.dtype == np.float32 and targets.dtype == np.int64,
         f"{what}: annotations and states should be float32, targets int64 (long); got "
         f"{annotations.dtype}, {states.dtype}, {targets.dtype}",
+        mistake=mistakes["pointer_task_float64"]
+        if annotations.dtype == states.dtype == np.float64
+        else None,
     )
     scores = np.einsum("nsd,nd->ns", annotations.astype(np.float64), states.astype(np.float64))
     named = mistakes["targets_argmin"] if np.array_equal(targets, scores.argmin(1)) else None
@@ -337,6 +364,7 @@ def test_pointer_task_data(submission, mistakes, rng):
             np.array_equal(a, b) for a, b in zip(again, (annotations, states, targets), strict=True)
         ),
         f"{what} should return the same data for the same seed",
+        mistake=mistakes["pointer_task_ignores_seed"],
     )
     ensure(not np.array_equal(other[0], annotations), "a different seed should give other data")
 
@@ -360,18 +388,25 @@ def trained(submission, name: str, args: tuple, seed: int, start: dict | None = 
     module = submission.call(name, *args)
     if start is not None:
         load_into(module, start)
+    return module, train_on_the_task(submission, module, seed)
+
+
+def train_on_the_task(submission, module, seed: int):
+    """The student's train_pointer on the training task, with its defaults: the history."""
     annotations, states, targets = ref.make_pointer_task(TRAIN_TASK[0], seed=TRAIN_TASK[1])
-    history = submission.call(
+    return submission.call(
         "train_pointer", module, annotations, states, targets, seed=seed, timeout=120
     )
-    return module, history
 
 
 def parent_copy(module, name: str, args: tuple) -> torch.nn.Module:
     """The reference class holding the student's (trained) weights, here in the parent."""
     state = {k: torch.as_tensor(as_array(v, k)) for k, v in module.call("state_dict").items()}
     copy = getattr(ref, name)(*args)
-    copy.load_state_dict(state, strict=False)
+    try:
+        copy.load_state_dict(state, strict=False)
+    except RuntimeError as error:  # weights of other shapes than the contract's
+        fail(f"the weights of {name}{args} do not have the contract's shapes: {error}"[:400])
     return copy.eval()
 
 
@@ -447,7 +482,7 @@ def reaches_threshold(submission, name: str, seed: int) -> bool:
         return False
 
 
-def expect_learned(submission, name: str, seed: int) -> None:
+def expect_learned(submission, name: str, seed: int, mistakes=None) -> None:
     """The student's `name` trained by their train_pointer reaches the contract's threshold,
     measured by the reference class on their weights. Where it does not, and the module is their
     own fault (its checks fail, see `upstream`), the verdict is set aside when their
@@ -456,13 +491,21 @@ def expect_learned(submission, name: str, seed: int) -> None:
     args = TRAINED_ON[name]
     (other,) = set(TRAINED_ON) - {name}
     try:
-        module, _ = trained(submission, name, args, seed)
+        module = submission.call(name, *args)
+        before = weights_of(module)
+        train_on_the_task(submission, module, seed)
         accuracy = held_out_accuracy(module, name, args)
+        after = weights_of(module)
+        unchanged = bool(before) and all(same_tensor(after.get(k), v) for k, v in before.items())
         ensure(
             accuracy >= THRESHOLDS[name],
             f"{name}{args} trained with train_pointer's defaults on make_pointer_task(2000, "
             f"seed=0) should point to the target in at least {THRESHOLDS[name]:.0%} of a "
-            f"held-out task; it reached {accuracy:.1%}",
+            f"held-out task; it reached {accuracy:.1%}"
+            + (" (its weights did not change)" if unchanged else ""),
+            mistake=mistakes["pointer_optimizer_never_steps"]
+            if mistakes is not None and unchanged
+            else None,
         )
     except (StudentError, CheckFailed) as error:
         if not reaches_threshold(submission, other, seed):  # asked only after the answer
@@ -471,13 +514,13 @@ def expect_learned(submission, name: str, seed: int) -> None:
 
 
 @check(points=0.5, grade_id="check_training", upstream=(VALUE_CHECK["MultiplicativeAttention"],))
-def test_train_pointer_learns_the_task_with_multiplicative(submission, seed):
-    expect_learned(submission, "MultiplicativeAttention", seed % 1000)
+def test_train_pointer_learns_the_task_with_multiplicative(submission, mistakes, seed):
+    expect_learned(submission, "MultiplicativeAttention", seed % 1000, mistakes)
 
 
 @check(points=0.5, grade_id="check_training", upstream=(VALUE_CHECK["AdditiveAttention"],))
-def test_train_pointer_learns_the_task_with_additive(submission, seed):
-    expect_learned(submission, "AdditiveAttention", seed % 1000)
+def test_train_pointer_learns_the_task_with_additive(submission, mistakes, seed):
+    expect_learned(submission, "AdditiveAttention", seed % 1000, mistakes)
 
 
 @check(points=0.5, grade_id="check_training", requires=(LEARNS,))
@@ -512,6 +555,9 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
     ensure(
         isinstance(history, list) and len(history) == 3 and all(is_real(v) for v in history),
         f"train_pointer(..., epochs=3) should return a list of 3 losses, got {history!r}"[:300],
+        mistake=mistakes["epochs_ignored"]
+        if isinstance(history, list) and len(history) == 30
+        else None,
     )
 
     def run(reference_module):
@@ -528,6 +574,7 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
         rtol=1e-4,
         mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
     )
+    expect_losses_before_each_update(submission, mistakes, module, name, weights, task)
     expect_batches(
         sizes,
         len(targets),
@@ -538,19 +585,76 @@ def expect_losses(submission, mistakes, module, name, small, task, settings) -> 
     )
 
 
+def expect_losses_before_each_update(submission, mistakes, module, name, weights, task) -> None:
+    """One batch of every sample per epoch (so the order drawn from the seed changes nothing):
+    epoch 1 reports the loss of the weights it starts from, epoch 2 that of the weights after
+    one Adam step (the loss computed before each update, the contract)."""
+    annotations, states, targets = task
+    settings = {"epochs": 2, "batch_size": len(targets), "lr": 0.05}
+    load_into(module, weights)
+    history = submission.call("train_pointer", module, *task, **settings)
+    parent = getattr(ref, name)(*TRAINED_ON[name]).double()
+    parent.load_state_dict(weights)
+    optimizer = torch.optim.Adam(parent.parameters(), lr=settings["lr"])
+    expected = []
+    for _ in range(2):
+        picked = parent(annotations.double(), states.double())[1].gather(1, targets[:, None])
+        loss = -torch.log(picked.clamp_min(1e-12)).mean()
+        expected.append(float(loss))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    copy = getattr(ref, name)(*TRAINED_ON[name])
+    copy.load_state_dict(weights)
+    candidates = mistakes.outputs("train_pointer", copy, *task, **settings)
+    ensure(
+        isinstance(history, list) and len(history) == 2 and all(is_real(v) for v in history),
+        f"train_pointer(..., epochs=2) should return a list of 2 losses, got {history!r}"[:300],
+    )
+    expect_close(
+        np.array(history),
+        np.array(expected),
+        f"the losses of {name} trained for 2 epochs of one batch of all {len(targets)} samples "
+        "(lr=0.05): the loss before the first update, then the loss before the second",
+        atol=1e-4,
+        rtol=1e-3,
+        mistakes=[(m, out) for m, out in candidates if isinstance(out, list)],
+    )
+
+
 @check(
     points=0.25,
     grade_id="check_training",
     requires=(LEARNS,),
 )
-def test_train_pointer_is_deterministic_for_a_seed(submission, rng, seed):
-    """From the same initial weights, the same seed gives the same losses."""
+def test_train_pointer_is_deterministic_for_a_seed(submission, mistakes, rng, seed):
+    """From the same initial weights, the same seed gives the same losses (at a tolerance, the
+    contract), whatever the global random state; another seed, another order of the batches,
+    and so other losses."""
     start = seeded_weights(rng, "MultiplicativeAttention", 16, 16, 0)
-    runs = [
-        trained(submission, "MultiplicativeAttention", (16, 16), seed % 1000, start)[1]
-        for _ in (0, 1)
+    chosen = seed % 1000
+    runs = []
+    for global_seed, own in ((seed + 1, chosen), (seed + 2, chosen), (seed + 3, chosen + 1)):
+        submission.seed(global_seed)
+        runs.append(trained(submission, "MultiplicativeAttention", (16, 16), own, start)[1])
+    same = [
+        isinstance(run, list)
+        and len(run) == len(runs[0])
+        and close(run, runs[0], atol=1e-6, rtol=1e-5)
+        for run in runs
     ]
-    ensure(runs[0] == runs[1], "train_pointer should give the same losses for the same seed")
+    ensure(
+        same[1],
+        f"train_pointer(..., seed={chosen}) should give the same losses every time, whatever the "
+        "global random state",
+        mistake=mistakes["train_pointer_ignores_seed"],
+    )
+    ensure(
+        not same[2],
+        f"train_pointer gave the same losses for seeds {chosen} and {chosen + 1}: the order of "
+        "the mini-batches should be drawn from the seed",
+        mistake=mistakes["pointer_batches_in_order"],
+    )
 
 
 def pointing_weights(rng) -> dict[str, torch.Tensor]:
@@ -608,4 +712,22 @@ def expect_pointer_accuracy(submission, mistakes, module, name: str, start: dict
         with_gradients=mistakes["pointer_accuracy_with_gradients"],
         in_training=mistakes["pointer_accuracy_in_training_mode"],
         samples=len(HELD_OUT[2]),
+    )
+    # weights of zero: every score ties, every weight is 1/S, and the first maximum (the
+    # contract, as argmax gives it) is annotation 0
+    load_into(module, {key: torch.zeros_like(value) for key, value in held.items()})
+    part = tuple(t[:300] for t in HELD_OUT)  # another number of samples than the call above
+    value = submission.call("pointer_accuracy", module, *part)
+    targets = part[2]
+    expected = float((targets == 0).double().mean())
+    last = float((targets == part[0].shape[1] - 1).double().mean())
+    ensure(
+        is_real(value) and abs(float(value) - expected) < 1e-6,
+        f"pointer_accuracy of a {name} whose weights are all zero (every weight 1/S: a tie), "
+        f"on {len(targets)} samples, "
+        f"should be {expected:.4f}, the fraction of targets at the first annotation (the first "
+        f"maximum on ties), got {value!r}",
+        mistake=mistakes["pointer_last_maximum_on_ties"]
+        if is_real(value) and abs(float(value) - last) < 1e-6
+        else None,
     )

@@ -373,3 +373,406 @@ def pointer_accuracy(module, annotations, states, targets):
     with torch.no_grad():
         _, weights = module(annotations, states)
     return float((weights.argmax(dim=-1) == targets).float().mean())
+
+
+# -- validity round 4: a breaker for every clause and every argument ---------------------------
+@CATALOGUE.mistake(
+    "additive_W_h_with_bias",
+    "W_h has a bias: in AdditiveAttention only W_s has one (W_h and v are bias=False)",
+    check="test_additive_parameters",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=True)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))).squeeze(
+            -1
+        )
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "attn_dim_ignored",
+    "AdditiveAttention ignores attn_dim: its hidden layer has enc_dim units",
+    check="test_additive_parameters",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, enc_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, enc_dim)
+        self.v = nn.Linear(enc_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))).squeeze(
+            -1
+        )
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "additive_mask_ignored",
+    "AdditiveAttention's forward ignores its mask: blocked annotations still get weight",
+    check="test_additive_matches_the_reference_on_its_weights",
+)
+class AdditiveAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim, attn_dim):
+        super().__init__()
+        self.W_h = nn.Linear(enc_dim, attn_dim, bias=False)
+        self.W_s = nn.Linear(dec_dim, attn_dim)
+        self.v = nn.Linear(attn_dim, 1, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = self.v(torch.tanh(self.W_h(annotations) + self.W_s(state).unsqueeze(1))).squeeze(
+            -1
+        )
+        if False:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "W_a_with_bias",
+    "W_a has a bias: Luong's general score uses nn.Linear(enc_dim, dec_dim, bias=False)",
+    check="test_multiplicative_weights_and_parameters",
+)
+class MultiplicativeAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=True)
+
+    def forward(self, annotations, state, mask=None):
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "multiplicative_mask_ignored",
+    "MultiplicativeAttention's forward ignores its mask: blocked annotations still get weight",
+    check="test_multiplicative_matches_the_reference_on_its_weights",
+)
+class MultiplicativeAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        if False:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "context_not_weighted",
+    "the context is the plain mean of the annotations: it is their sum weighted by the attention "
+    "weights",
+    check="test_multiplicative_matches_the_reference_on_its_weights",
+)
+class MultiplicativeAttention(nn.Module):
+    def __init__(self, enc_dim, dec_dim):
+        super().__init__()
+        self.W_a = nn.Linear(enc_dim, dec_dim, bias=False)
+
+    def forward(self, annotations, state, mask=None):
+        scores = (self.W_a(annotations) * state.unsqueeze(1)).sum(dim=-1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return annotations.mean(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "dot_with_a_learned_scale",
+    "ScaledDotAttention has a parameter (a learned scale): it has none, the scale is 1/sqrt(dim)",
+    check="test_scaled_dot_weights_and_no_parameters",
+)
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+        self.scale = nn.Parameter(torch.tensor(1.0 / math.sqrt(dim)))
+
+    def forward(self, annotations, state, mask=None):
+        scores = (annotations * state.unsqueeze(1)).sum(dim=-1) * self.scale
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "dot_mask_ignored",
+    "ScaledDotAttention's forward ignores its mask: blocked annotations still get weight",
+    check="test_scaled_dot_matches_the_formula",
+)
+class ScaledDotAttention(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, annotations, state, mask=None):
+        scores = (annotations * state.unsqueeze(1)).sum(dim=-1) / math.sqrt(self.dim)
+        if False:
+            scores = scores.masked_fill(~mask.bool(), float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        return (weights.unsqueeze(-1) * annotations).sum(dim=1), weights
+
+
+@CATALOGUE.mistake(
+    "pointer_task_float64",
+    "the annotations and states are float64: they are standard normal float32 (torch.randn's "
+    "default)",
+    check="test_pointer_task_data",
+)
+def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    annotations = torch.randn(n_samples, seq_len, dim, generator=generator, dtype=torch.float64)
+    states = torch.randn(n_samples, dim, generator=generator, dtype=torch.float64)
+    return annotations, states, (annotations * states.unsqueeze(1)).sum(-1).argmax(-1)
+
+
+@CATALOGUE.mistake(
+    "pointer_task_ignores_seed",
+    "make_pointer_task ignores its seed: it draws from the global random generator, so the same "
+    "seed gives other data (use torch.Generator().manual_seed(seed))",
+    check="test_pointer_task_data",
+)
+def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
+    annotations = torch.randn(n_samples, seq_len, dim)
+    states = torch.randn(n_samples, dim)
+    return annotations, states, (annotations * states.unsqueeze(1)).sum(-1).argmax(-1)
+
+
+@CATALOGUE.mistake(
+    "pointer_task_ignores_seq_len",
+    "make_pointer_task ignores seq_len: every sample has the default 8 annotations",
+    check="test_pointer_task_data",
+)
+def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    annotations = torch.randn(n_samples, 8, dim, generator=generator)
+    states = torch.randn(n_samples, dim, generator=generator)
+    return annotations, states, (annotations * states.unsqueeze(1)).sum(-1).argmax(-1)
+
+
+@CATALOGUE.mistake(
+    "pointer_task_ignores_dim",
+    "make_pointer_task ignores dim: annotations and states always have the default 16 features",
+    check="test_pointer_task_data",
+)
+def make_pointer_task(n_samples, seq_len=8, dim=16, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    annotations = torch.randn(n_samples, seq_len, 16, generator=generator)
+    states = torch.randn(n_samples, 16, generator=generator)
+    return annotations, states, (annotations * states.unsqueeze(1)).sum(-1).argmax(-1)
+
+
+@CATALOGUE.mistake(
+    "epochs_ignored",
+    "train_pointer ignores epochs: it always trains for the default 30 epochs",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(30):
+        order, total = torch.randperm(n, generator=generator), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+
+            def loss_of():
+                _, weights = module(annotations[rows], states[rows])
+                picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+                return -torch.log(picked.clamp_min(1e-12)).mean()
+
+            loss = loss_of()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "lr_ignored",
+    "train_pointer ignores lr: Adam always gets the default 1e-2",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=1e-2)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.randperm(n, generator=generator), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+
+            def loss_of():
+                _, weights = module(annotations[rows], states[rows])
+                picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+                return -torch.log(picked.clamp_min(1e-12)).mean()
+
+            loss = loss_of()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "train_pointer_ignores_seed",
+    "train_pointer ignores its seed: the batch order comes from the global random generator, so "
+    "the same seed gives other losses",
+    check="test_train_pointer_is_deterministic_for_a_seed",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.randperm(n), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+
+            def loss_of():
+                _, weights = module(annotations[rows], states[rows])
+                picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+                return -torch.log(picked.clamp_min(1e-12)).mean()
+
+            loss = loss_of()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "pointer_batches_in_order",
+    "the samples are visited in the same order every epoch and for every seed: draw the order of "
+    "the mini-batches from the seed, so that the seed changes the history",
+    check="test_train_pointer_is_deterministic_for_a_seed",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.arange(n), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+
+            def loss_of():
+                _, weights = module(annotations[rows], states[rows])
+                picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+                return -torch.log(picked.clamp_min(1e-12)).mean()
+
+            loss = loss_of()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "losses_after_each_update",
+    "each batch's loss was reported after its update: report the loss computed before it",
+    check="test_train_pointer_reports_the_sample_weighted_loss",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.randperm(n, generator=generator), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+
+            def loss_of():
+                _, weights = module(annotations[rows], states[rows])
+                picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+                return -torch.log(picked.clamp_min(1e-12)).mean()
+
+            loss = loss_of()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                loss = loss_of()
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history
+
+
+@CATALOGUE.mistake(
+    "pointer_last_maximum_on_ties",
+    "on a tie the last of the largest weights was taken: a sample counts when its first "
+    "largest weight is on the target",
+    check="test_pointer_accuracy_of_a_pointing_module",
+)
+def pointer_accuracy(module, annotations, states, targets):
+    module.eval()
+    with torch.no_grad():
+        _, weights = module(annotations, states)
+    last = weights.shape[-1] - 1 - weights.flip(-1).argmax(dim=-1)
+    return float((last == targets).float().mean())
+
+
+@CATALOGUE.mistake(
+    "pointer_optimizer_never_steps",
+    "the optimizer never updates the weights (optimizer.step() is missing), so the module learns "
+    "nothing",
+    check="test_train_pointer_learns_the_task_with_multiplicative",
+)
+def train_pointer(module, annotations, states, targets, epochs=30, batch_size=64, lr=1e-2, seed=0):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    history, n = [], len(targets)
+    for _ in range(epochs):
+        order, total = torch.randperm(n, generator=generator), 0.0
+        for start in range(0, n, batch_size):
+            rows = order[start : start + batch_size]
+            _, weights = module(annotations[rows], states[rows])
+            picked = weights.gather(1, targets[rows].unsqueeze(1)).squeeze(1)
+            loss = -torch.log(picked.clamp_min(1e-12)).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            total += loss.item() * len(rows)
+        history.append(total / n)
+    return history

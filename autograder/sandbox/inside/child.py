@@ -1,7 +1,8 @@
 """The sandbox child: runs a notebook's code cells, then serves the grader's requests.
 
 Started by the supervisor as `python -s child.py REQUEST_FD RESPONSE_FD` in a fresh working
-directory, with limits already applied. Requests and responses are wire frames; see wire.py.
+directory, with limits already applied (or, warm, forked from a template that imported it:
+template.py `run_child`). Requests and responses are wire frames; see wire.py.
 """
 
 import builtins
@@ -193,8 +194,13 @@ class Server:
 
     def op_reset(self, header, blobs):
         """Forget the program (a fresh `__main__`, no handles, no figures) before the next one in
-        a reused sandbox: only ever for the grader's own notebooks, never a student's."""
+        a reused sandbox: only ever for the grader's own notebooks, never a student's. With
+        `keep_objects`, only a fresh `__main__` for the same program to run again in (the
+        diagnosis of a failed check, grading/fresh_calls.py): the objects the grader holds
+        stay."""
         self._fresh_main()
+        if header.get("keep_objects"):
+            return {}
         self.handles.clear()
         self._handle_ids.clear()
         remote.PROXIES.clear()
@@ -304,7 +310,8 @@ def main() -> None:
     responses = os.fdopen(int(sys.argv[2]), "wb")
     server = Server()
     remote.CHANNEL = remote.Channel(server, requests, responses)
-    trusted.capture()  # torch's references for the probes, before the notebook's first cell
+    if not trusted.captured():  # a warm child's template captured them, running no student code
+        trusted.capture()  # torch's references for the probes, before the notebook's first cell
     server._integrity_changed = Integrity().changed
     while True:
         try:

@@ -1,5 +1,4 @@
 """Sandbox supervisor: starts the child under limits and, at the end, kills its whole tree.
-
 Self-contained (stdlib only), started by the grader as `python -s supervisor.py`, possibly as
 pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration on stdin, then:
 - marks itself a child subreaper, so that descendants which detach (setsid, double fork) are
@@ -14,6 +13,8 @@ pid 1 of fresh user/pid/net namespaces. It reads one JSON line of configuration 
 - on `reap`, SIGKILLs every descendant but the child (nothing a request started outlives it)
   and reports `reaped`;
 - on `kill`, EOF on stdin, or the child's exit, SIGKILLs every descendant and exits.
+Warm (`template.py`: forked from a template), `main(warm)` also makes the sandbox's own mounts
+and namespaces, and raises `Launch` once the child is isolated where a cold one execs child.py.
 """
 
 import ctypes
@@ -27,6 +28,7 @@ import sys
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
 CLONE_NEWNET, CLONE_NEWNS = 0x40000000, 0x00020000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 0x40000
 SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -132,9 +134,22 @@ def own_proc_entries(pid: int) -> list[str]:
     return found
 
 
+class Launch(BaseException):
+    """Raised in an isolated warm child where a cold one execs `child.py` (template.py)."""
+
+    def __init__(self, config: dict):
+        super().__init__()
+        self.config = config
+
+
+_SECCOMP: list = []
+
+
 def load_seccomp():
     """The seccomp policy module beside this file (the supervisor runs isolated, `-I`, so its
-    directory is not on sys.path). Loaded before the child is forked."""
+    directory is not on sys.path). Loaded before the child is forked, once per process."""
+    if _SECCOMP:
+        return _SECCOMP[0]
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seccomp.py")
@@ -143,6 +158,7 @@ def load_seccomp():
         raise OSError(f"cannot load the seccomp policy from {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _SECCOMP.append(module)
     return module
 
 
@@ -290,7 +306,7 @@ def drop_privileges(uid: int) -> None:
         raise OSError("could not change to the sandbox uid")
 
 
-def start_child(config: dict, ruleset: int | None, seccomp) -> int:
+def start_child(config: dict, ruleset: int | None, seccomp, warm=None) -> int:
     limits = {getattr(resource, name): tuple(value) for name, value in config["rlimits"].items()}
     keep = set(config["pass_fds"])
     output = config["output_fd"]
@@ -324,6 +340,8 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
             private_proc()
         if config.get("uid") is not None:
             drop_privileges(config["uid"])
+        if warm is not None:  # what exec does: the child's own /proc files are its own
+            libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS) failed")
         if ruleset is not None:
@@ -338,16 +356,24 @@ def start_child(config: dict, ruleset: int | None, seccomp) -> int:
                 raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
         # every level, last: from here on only the calls the policy allows (execve is one)
         seccomp.install()
+        if warm is not None:
+            if ruleset is not None:
+                os.close(ruleset)
+            raise Launch(config)
         os.execve(config["argv"][0], config["argv"], config["env"])
+    except Launch:
+        raise
     except BaseException as error:  # noqa: BLE001 - report anything, never return
         os.write(2, f"sandbox child failed to start: {error!r}\n".encode())
     os._exit(127)
 
 
-def main() -> None:
+def main(warm=None) -> None:
     config = json.loads(sys.stdin.readline())
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     me = int(os.readlink("/proc/self")) if os.path.exists("/proc/self") else os.getpid()
+    if warm is not None:
+        warm.prepare(config)
     if config.get("uid") is not None and config.get("own"):
         own(config["own"], config["uid"])
     ruleset, abi = None, 0
@@ -364,7 +390,7 @@ def main() -> None:
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: None)
-    child = start_child(config, ruleset, load_seccomp())
+    child = start_child(config, ruleset, load_seccomp(), warm)
     for fd in config["pass_fds"]:
         os.close(fd)
     emit({"event": "started", "pid": child, "landlock": abi if ruleset is not None else 0})

@@ -68,6 +68,11 @@ def capture() -> None:
         _KIT = None
 
 
+def captured() -> bool:
+    """Whether the kit was taken (in a warm child: by its template, before any student code)."""
+    return _KIT is not None
+
+
 def _take() -> Kit:
     import torch
     import torch.nn as nn
