@@ -28,7 +28,7 @@ _MIN_FIXED_LETTERS = 4  # "{0}: {1}" would match any text; such an entry is word
 _DEPTH = 4  # a value inside a value inside ...: messages nest at most a few levels
 # A value inside a message is translated only as a whole text of ours, or by an entry this
 # specific: a short pattern ("the {0} of {1}") would rewrite a student's own exception text.
-_MIN_FIXED_INSIDE = 16
+_MIN_FIXED_INSIDE = 10
 
 
 def po_path(lang: str) -> Path:
@@ -92,32 +92,50 @@ def words(text: str, lang: str) -> str:
     return catalogue(lang).exact.get(text, text)
 
 
-def message(text: str, lang: str) -> str:
+def message(text: str, lang: str, data: str | None = None) -> str:
     """A message of the grader (its values filled in) in `lang`; line by line when the whole
-    is not an entry (a message's later lines are details, each its own text)."""
-    found = _translated(text, catalogue(lang), _DEPTH)
+    is not an entry (a message's later lines are details, each its own text). With `data`,
+    every value that is no text of ours (a number, a student's exception text) is shown as
+    `data`: what is left is the grader's own words (tests/unit/test_i18n.py)."""
+    found = _translated(text, catalogue(lang), _DEPTH, data)
     if found is not None or "\n" not in text:
-        return found if found is not None else text
-    return "\n".join(message(line, lang) for line in text.split("\n"))
+        return found if found is not None else (text if data is None else data)
+    return "\n".join(message(line, lang, data) for line in text.split("\n"))
 
 
-def _translated(text: str, found: Catalogue, depth: int) -> str | None:
+def _translated(text: str, found: Catalogue, depth: int, data: str | None) -> str | None:
+    best = _best(text, found, depth, data)
+    return best[0] if best is not None else None
+
+
+def _best(text: str, found: Catalogue, depth: int, data: str | None) -> tuple[str, int] | None:
+    """(translation, characters of `text` that entries account for) of the reading of `text`
+    that accounts for the most: a message wrapped around another ("{0}. Looks like a {1}")
+    reads as the wrapper with both values translated, not as the inner message with the
+    wrapper's words swallowed by its last value."""
     if not text or depth <= 0:
         return None
     if text in found.exact:
-        return found.exact[text]
+        return found.exact[text], len(text)
+    best: tuple[str, int] | None = None
     for template in found.templates:
         if depth < _DEPTH and template.fixed < _MIN_FIXED_INSIDE:
             break  # sorted: the rest are shorter still
+        if best is not None and template.fixed + (len(text) - template.fixed) <= best[1]:
+            continue
         match = template.pattern.match(text)
         if match is None:
             continue
         values: dict[int, str] = {}
+        covered = template.fixed
         for number, value in zip(template.order, match.groups(), strict=True):
-            inner = _translated(value, found, depth - 1)
-            values[number] = inner if inner is not None else value
-        return _fill(template.translation, values)
-    return None
+            inner = _best(value, found, depth - 1, data)
+            shown = value if data is None else data
+            values[number] = inner[0] if inner is not None else shown
+            covered += inner[1] if inner is not None else 0
+        if best is None or covered > best[1]:
+            best = (_fill(template.translation, values), covered)
+    return best
 
 
 def _fill(translation: str, values: dict[int, str]) -> str:

@@ -102,9 +102,27 @@ def _outermost_texts(tree: ast.AST, skip: set[int]) -> Iterator[ast.expr]:
         return
     if isinstance(tree, ast.expr) and _is_text(tree):
         yield tree
+        for value in _values_of(tree):  # `+ ("; it shows the transpose" if t else "")`
+            yield from _outermost_texts(value, skip)
         return
     for child in ast.iter_child_nodes(tree):
         yield from _outermost_texts(child, skip)
+
+
+def _values_of(node: ast.expr) -> Iterator[ast.expr]:
+    """The parts of a text that are values (its placeholders' expressions)."""
+    if isinstance(node, ast.JoinedStr):
+        for piece in node.values:
+            if isinstance(piece, ast.FormattedValue):
+                yield piece.value
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        for side in (node.left, node.right):
+            if _is_text(side):
+                yield from _values_of(side)
+            else:
+                yield side
+    elif not isinstance(node, ast.Constant):
+        yield node
 
 
 def _docstrings_and_decorators(tree: ast.Module) -> set[int]:
