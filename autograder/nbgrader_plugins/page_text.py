@@ -18,6 +18,17 @@ KO: Mapping[str, str] = {
     "Autograder report": "자동 채점 결과",
     "%s of %s points from automatic checks; the written answer (%s points) is graded by your "
     "instructor.": "자동 검사에서 %s / %s점. 서술형 답안(%s점)은 담당 교수자가 채점합니다.",
+    "%s of %s points from automatic checks; the written answer, graded by your instructor: %s "
+    "of %s points.": (
+        "자동 검사에서 %s / %s점. 서술형 답안은 담당 교수자가 채점했습니다: %s / %s점."
+    ),
+    "%s of %s points from automatic checks; the written answer (%s points) was left blank: 0 "
+    "points.": "자동 검사에서 %s / %s점. 서술형 답안(%s점)은 비어 있어 0점입니다.",
+    "%s of %s points from automatic checks; the written answer changed after it was graded "
+    "(earlier grade %s of %s points): your instructor will look at it again.": (
+        "자동 검사에서 %s / %s점. 서술형 답안이 채점 후 바뀌어(이전 점수 %s / %s점) 담당 "
+        "교수자가 다시 채점합니다."
+    ),
     "Note": "참고",
     "Notes": "알림",
     "check": "검사",
@@ -46,6 +57,8 @@ KO: Mapping[str, str] = {
     "Top": "맨 위로",
     "not graded yet (%s points)": "아직 채점되지 않음 (%s점)",
     "the written answer is not graded yet": "서술형 답안은 아직 채점되지 않았습니다",
+    "the written answer is under review and not counted": "서술형 답안은 재검토 중이라 점수에 "
+    "포함되지 않았습니다",
     "under review: changed since it was graded (earlier grade %s / %s)": (
         "재검토 중: 채점 후 답안이 바뀌었습니다 (이전 점수 %s / %s)"
     ),
