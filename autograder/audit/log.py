@@ -9,12 +9,14 @@ regrades from it) and so that an interrupted batch knows what is already done:
      "notebook_sha256": "...", "grader_version": "0.4.0", "checks_version": "3",
      "checks_sha256": "...", "seed": 123, "isolation": "jail (bubblewrap ...)",
      "limits": {...}, "budget": {...}, "status": "ok", "score": 8.0, "max_score": 8.0,
-     "checks": {"test_name": 1.5, ...}}
+     "checks": {"test_name": 1.5, ...}, "answers": {"answer_scaling": "<sha256>"}}
 
-`notebook` is relative to the course root. The log lives at COURSE/audit.jsonl. Appends are
-one `write` of one line on a file opened with O_APPEND and then fsync'd; a line cut short by a
-kill (no newline at the end) is terminated before the next append and skipped by readers, who
-count it in `Log.torn`.
+`answers` is the SHA-256 of each written answer's text (null: not found): a hand grade is
+flagged for review at a regrade only when its answer's text is not the newest record's
+(batch/scratch.py). `notebook` is relative to the course root. The log lives at
+COURSE/audit.jsonl. Appends are one `write` of one line on a file opened with O_APPEND and then
+fsync'd; a line cut short by a kill (no newline at the end) is terminated before the next append
+and skipped by readers, who count it in `Log.torn`.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ def record(
     limits=None,
     budget=None,
     notebook_sha256: str | None = None,
+    answers: dict | None = None,
 ) -> dict:
-    """The audit line for a grading report (GradeReport.to_dict())."""
+    """The audit line for a grading report (GradeReport.to_dict()); `answers`: grade id ->
+    the SHA-256 of each written answer's text (batch/scratch.py: the text a hand grade is for)."""
     from autograder.core.versions import CHECKS_VERSION, checks_digest, grader_version
     from autograder.grading.submission import Budget
     from autograder.sandbox.limits import Limits
@@ -73,7 +77,7 @@ def record(
     except ValueError:
         relative = str(notebook)
     points = check_points(report)
-    return {
+    line = {
         "schema": SCHEMA,
         "recorded_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "batch": batch,
@@ -93,6 +97,9 @@ def record(
         "max_score": sum(c["max_points"] for c in report.get("checks", [])),
         "checks": points,
     }
+    if answers is not None:
+        line["answers"] = answers
+    return line
 
 
 def append(course: Path, line: dict) -> None:

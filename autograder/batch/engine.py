@@ -36,7 +36,7 @@ from autograder.batch.dask_cluster import Plan, SchedulerAccess
 from autograder.batch.dispatch import Dispatcher
 from autograder.batch.messages import Graded, Recorded
 from autograder.batch.pool import worker_pool
-from autograder.batch.resume import autograded_path, read_gradebook, up_to_date
+from autograder.batch.resume import autograded_path, course_reports, read_gradebook, up_to_date
 from autograder.batch.retry import FILE_DELAYS, quiet_database_tracebacks, retrying
 from autograder.batch.stops import Stopped, StopSignals
 from autograder.batch.table import (
@@ -106,6 +106,9 @@ class Batch:
         self.setup: tuple | None = None  # (course, db_url, scratch dir), for pool workers
         self.stops = StopSignals()  # the one autograde_course holds, once it holds one
         self.trash: Path | None = None  # in the scratch folder: autograded folders replaced
+        # (exercise, student) -> the written answers' digests of its newest audit record: the
+        # text each hand grade was given for (scratch.review_due)
+        self.graded: dict[tuple[str, str], dict] = {}
 
     def finish(self, item: Submitted, result: Recorded, progress: Progress) -> None:
         """Put the autograded folder in place, merge the grades into the gradebook, then
@@ -130,8 +133,9 @@ class Batch:
                 self.not_graded(item, str(error), progress)
                 return
             url, course_id = self.api.coursedir.db_url, self.api.coursedir.course_id
+            graded = self.graded.get((item.exercise, item.student))
             retrying(
-                lambda: scratch.merge(url, course_id, result.extracted),
+                lambda: scratch.merge(url, course_id, result.extracted, graded),
                 f"writing the gradebook {gradebook_name(url)}",
             )
             self.audit(item, result, progress)
@@ -151,6 +155,7 @@ class Batch:
             notebook=item.path,
             student=item.student,
             batch=self.batch_id,
+            answers=result.extracted.get("answers"),
         )
         path = audit.log_path(self.course)
         retrying(lambda: audit.append(self.course, line), f"writing {path}", delays=FILE_DELAYS)
@@ -176,6 +181,8 @@ class Batch:
         else:
             self.outcomes.update(up_to_date(self.api, submissions, self.level))
         pending = [item for item in submissions if item not in self.outcomes]
+        latest = audit.read(self.course).latest() if pending else {}
+        self.graded = {key: line.get("answers") or {} for key, line in latest.items()}
         if self.outcomes:
             print(
                 f"attn-grade autograde: {len(self.outcomes)} of {len(submissions)} submissions "
@@ -338,7 +345,8 @@ def autograde_course(
                     worker_pool(workers, len(pending), always=cluster is not None) as pool,
                 ):
                     batch.run(pending, pool, scratch_dir, cluster)
-            return summarize(api, course, submissions, accounting, batch.outcomes)
+            reports = course_reports(api, course, batch.outcomes)
+            return summarize(api, course, submissions, accounting, batch.outcomes, reports)
         except Stopped as stop:
             return stopped(stop.name, stop.signum, submissions, batch.outcomes)
         except EnvironmentFailure as error:

@@ -182,7 +182,8 @@ class Recorder:
                 report, built = None, None
         if reason:
             zero_grades(self.api, exercise, student, reason)
-        extracted = scratch.extract(self.api.coursedir.db_url, self.course_id, exercise, student)
+        url = self.api.coursedir.db_url
+        extracted = scratch.extract(url, self.course_id, exercise, student, path)
         return Recorded(extracted, report, reason or None, log, built)
 
 

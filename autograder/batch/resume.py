@@ -107,3 +107,24 @@ def up_to_date(api, submissions: list, level: str) -> dict:
         reason = None if report is not None else "not graded (see the audit log)"
         done[item] = Outcome(reason=reason, report=report, skipped=True)
     return done
+
+
+def course_reports(api, course: Path, outcomes: dict) -> list[dict]:
+    """The reports the item analysis counts: the whole course's, never only this run's (a run
+    of one exercise or one student's regrade left the file with theirs alone). Each submission
+    in `submitted/` of every exercise, in course order: as this run left it (`outcomes`; one
+    it could not grade is left out), else as its autograded notebook records it."""
+    from autograder.course.submitted import account
+    from autograder.exercises import EXERCISES
+
+    ran = {(item.exercise, item.student): outcome.report for item, outcome in outcomes.items()}
+    found = account(course, list(EXERCISES), copy=False).found
+    reports = []
+    for exercise, student, _ in found:
+        if (exercise, student) in ran:
+            report = ran[(exercise, student)]
+        else:
+            report = stored_report(autograded_path(api, exercise, student))
+        if report:
+            reports.append(report)
+    return reports

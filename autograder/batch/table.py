@@ -73,9 +73,10 @@ def score_table(api, submissions: Sequence[Any], notes: dict) -> str:
     return "\n".join(rows)
 
 
-def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
-    """The batch table, the item analysis and the exit code: 5 when the environment failed
-    on some submission, 1 when some could not be graded for another reason, else 0."""
+def summarize(api, course: Path, submissions, accounting, outcomes, reports: list[dict]) -> int:
+    """The batch table, the item analysis of `reports` (the whole course's: resume.course_reports)
+    and the exit code: 5 when the environment failed on some submission, 1 when some could not
+    be graded for another reason, else 0."""
     from autograder.core.results import GradeReport
     from autograder.report.item_analysis import format_items, write_item_analysis
 
@@ -83,13 +84,9 @@ def summarize(api, course: Path, submissions, accounting, outcomes) -> int:
     print(score_table(api, submissions, notes))
     for problem in accounting.problems:
         print(f"NOT GRADED   {problem}")
-    reports = [
-        GradeReport.from_dict(outcomes[item].report)
-        for item in submissions
-        if item in outcomes and outcomes[item].report
-    ]
-    rows = write_item_analysis(reports, course / "item_analysis.csv")
-    print(f"\nitem analysis ({course / 'item_analysis.csv'}):")
+    graded = [GradeReport.from_dict(report) for report in reports]
+    rows = write_item_analysis(graded, course / "item_analysis.csv")
+    print(f"\nitem analysis of the course ({course / 'item_analysis.csv'}):")
     print(format_items(rows))
     print(f"\naudit log: {audit.log_path(course)} (`attn-grade verify` regrades from it)")
     if accounting.problems:

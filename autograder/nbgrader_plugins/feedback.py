@@ -24,7 +24,7 @@ from autograder.nbgrader_plugins.allow_list import clean_output_html, clean_stud
 from autograder.nbgrader_plugins.late_penalty import settle_late_penalties
 from autograder.nbgrader_plugins.mathml import math_to_mathml, neutralise_tex
 from autograder.nbgrader_plugins.page_text import language, words
-from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
+from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, written_summary
 from autograder.nbgrader_plugins.student_text import block_body, region
 
 __all__ = ["FeedbackExporter", "GetGradesAndPending", "RenderMathOffline", "math_to_mathml"]
@@ -122,15 +122,27 @@ def _translate(context, text: str) -> str:
 
 class GetGradesAndPending(GetGrades):
     """nbgrader's GetGrades, with the late penalty of the final score (hand grades included,
-    `late_penalty.py`); also marks each grade cell that still waits for hand grading."""
+    `late_penalty.py`); also marks each grade cell that still waits for hand grading or is
+    under review (its answer changed after it was graded). A hand grade under review is not in
+    the page's total (the page says so), and the report cell's first sentence says what is true
+    of the written answer: graded (its points), left blank, under review, or waiting."""
 
     def preprocess(self, nb, resources):
         from nbgrader.api import Gradebook
 
         info = resources["nbgrader"]
+        info["written"], info["review"] = [], 0.0
         with Gradebook(info["db_url"]) as gradebook:
             settle_late_penalties(gradebook, self.config, info["assignment"], [info["student"]])
-        return super().preprocess(nb, resources)
+        nb, resources = super().preprocess(nb, resources)
+        info = resources["nbgrader"]
+        if info["review"]:
+            info["score"] = max(0.0, float(info["score"]) - info["review"])
+        if info["written"] and nb.cells and is_report_cell(nb.cells[0]):
+            state, points, given = _written_state(info["written"])
+            lang = language(nb.metadata)
+            nb.cells[0].source = written_summary(nb.cells[0].source, lang, state, points, given)
+        return nb, resources
 
     def _get_score(self, cell, resources) -> None:
         super()._get_score(cell, resources)
@@ -145,7 +157,33 @@ class GetGradesAndPending(GetGrades):
         # graded by hand, then changed (a resubmission): the gradebook asks for a new look
         review = bool(grade.needs_manual_grade) and grade.manual_score is not None
         cell.metadata.nbgrader["review"] = review
-        resources["nbgrader"]["pending"] = resources["nbgrader"].get("pending", 0) + pending
+        info = resources["nbgrader"]
+        info["pending"] = info.get("pending", 0) + pending
+        if review:
+            info["review"] = info.get("review", 0.0) + float(grade.manual_score)
+        nbgrader = cell.metadata.nbgrader
+        if nbgrader.get("solution") and cell.cell_type == "markdown":  # a written answer
+            if pending or review:
+                state = "pending" if pending else "review"
+            elif grade.manual_score is not None:
+                state = "graded"
+            else:  # scored without a look: nbgrader's zero for an answer left as released
+                state = "blank" if grade.auto_score == 0 else "graded"
+            info.setdefault("written", []).append(
+                (state, float(grade.max_score or 0.0), float(grade.score or 0.0))
+            )
+
+
+def _written_state(answers: list[tuple[str, float, float]]) -> tuple[str, float, float]:
+    """The written answers' (state, points, hand grade) as one: any waiting, any under review,
+    all blank, else graded (module doc of report_cell.written_summary)."""
+    points = sum(item[1] for item in answers)
+    given = sum(item[2] for item in answers)
+    states = {item[0] for item in answers}
+    for state in ("pending", "review"):
+        if state in states:
+            return state, points, given
+    return ("blank" if states == {"blank"} else "graded"), points, given
 
 
 class RenderMathOffline(Preprocessor):

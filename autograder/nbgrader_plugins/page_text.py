@@ -21,6 +21,12 @@ PAGE_WORDS = (
     "Autograder report",
     "%s of %s points from automatic checks; the written answer (%s points) is graded by your "
     "instructor.",
+    "%s of %s points from automatic checks; the written answer, graded by your instructor: %s "
+    "of %s points.",
+    "%s of %s points from automatic checks; the written answer (%s points) was left blank: 0 "
+    "points.",
+    "%s of %s points from automatic checks; the written answer changed after it was graded "
+    "(earlier grade %s of %s points): your instructor will look at it again.",
     "Note",
     "Notes",
     "check",
@@ -46,6 +52,7 @@ PAGE_WORDS = (
     "Top",
     "not graded yet (%s points)",
     "the written answer is not graded yet",
+    "the written answer is under review and not counted",
     "under review: changed since it was graded (earlier grade %s / %s)",
     "Late submission penalty",
     "cell",

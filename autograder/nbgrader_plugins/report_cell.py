@@ -5,6 +5,7 @@ typeset as math. Written for students: no internal terms (isolation levels, seed
 from __future__ import annotations
 
 import html
+import re
 
 from autograder.core.results import MANUAL_POINTS, GradeReport
 from autograder.core.status import student_words
@@ -12,6 +13,18 @@ from autograder.nbgrader_plugins.page_text import message, words
 
 REPORT_CELL_ID = "attn-grade-report"  # the report cell's id (DeduplicateIds runs first)
 HEADINGS = ("check", "result", "points", "message")
+# The report's first sentence, by the state of the written answer. Autograde writes "pending"
+# (it cannot know of hand grades); the feedback page says what is true then (`written_summary`).
+SUMMARY = {
+    "pending": "%s of %s points from automatic checks; the written answer (%s points) is graded "
+    "by your instructor.",
+    "graded": "%s of %s points from automatic checks; the written answer, graded by your "
+    "instructor: %s of %s points.",
+    "blank": "%s of %s points from automatic checks; the written answer (%s points) was left "
+    "blank: 0 points.",
+    "review": "%s of %s points from automatic checks; the written answer changed after it was "
+    "graded (earlier grade %s of %s points): your instructor will look at it again.",
+}
 
 
 def escape(text: str) -> str:
@@ -36,11 +49,11 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
     word, never a colour alone. MathJax (formgrader's) skips it: a message's `&#36;` is a `$`
     to MathJax, which would typeset a student's `$\\style{...}$` quoted in it."""
     status = message(student_words(report.status), lang)
-    summary = words(
-        "%s of %s points from automatic checks; the written answer (%s points) is graded by "
-        "your instructor.",
-        lang,
-    ) % (f"{report.score:g}", f"{report.max_score:g}", f"{MANUAL_POINTS:g}")
+    summary = words(SUMMARY["pending"], lang) % (
+        f"{report.score:g}",
+        f"{report.max_score:g}",
+        f"{MANUAL_POINTS:g}",
+    )
     rows = [
         '<div class="attn-grade-report tex2jax_ignore">',
         f"<p><strong>{words('Autograder report', lang)}</strong>: {summary}</p>",
@@ -72,3 +85,19 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
         )
     rows.append("</div>")
     return "\n".join(rows) + "\n"
+
+
+def written_summary(source: str, lang: str, state: str, points: float, given: float) -> str:
+    """The report cell's `source` with its first sentence (autograde's "pending" one) saying
+    the written answer's `state` (a key of SUMMARY) instead: its `points`, the hand grade
+    `given` ("graded", "review"). A cell without that sentence is returned as it is."""
+    pattern = re.escape(words(SUMMARY["pending"], lang)).replace("%s", r"([^\s<>]+?)", 3)
+    found = re.search(pattern, source)
+    if found is None or state not in SUMMARY:
+        return source
+    score, max_score = found.group(1), found.group(2)
+    values = [score, max_score, f"{points:g}"]
+    if state in ("graded", "review"):
+        values = [score, max_score, f"{given:g}", f"{points:g}"]
+    sentence = words(SUMMARY[state], lang) % tuple(values)
+    return source[: found.start()] + sentence + source[found.end() :]

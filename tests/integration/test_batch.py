@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, scores, submission_text
+from tests.support.pages import page_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]
 EXERCISE = "ex1_numpy_attention"
@@ -93,9 +94,33 @@ def test_attn_grade_autograde_grades_everyone_alike_with_1_and_2_workers(course)
     assert graded[2] == graded[1]
 
 
+def edited(course: Path, student: str, cell_type: str, edit) -> None:
+    """The student's submitted notebook with the source of its first solution cell of
+    `cell_type` replaced by `edit(source)`: a new hand-in."""
+    path = course / "submitted" / student / EXERCISE / f"{EXERCISE}.ipynb"
+    notebook = json.loads(path.read_text())
+    cell = next(
+        c
+        for c in notebook["cells"]
+        if c["cell_type"] == cell_type and c["metadata"].get("nbgrader", {}).get("solution")
+    )
+    source = cell["source"]
+    cell["source"] = edit("".join(source) if isinstance(source, list) else source)
+    path.write_text(json.dumps(notebook))
+
+
+def manual_column(stdout: str) -> dict[str, str]:
+    """The batch table's `manual` column of alice, bob and carol."""
+    rows = [line.split() for line in stdout.splitlines()[1:]]
+    return {row[0]: row[3] for row in rows if row and row[0] in ("alice", "bob", "carol")}
+
+
 def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
     """Issue 21: `attn-grade autograde --student ID` regrades one student (up to date or not)
-    with an audit line; the table's manual column tells a hand score from a blank answer."""
+    with an audit line; the table's manual column tells a hand score from a blank answer.
+    Issue 38: a regrade after the student's code changed keeps the hand grade final (no review,
+    no "changed" on the feedback page), the course's item analysis keeps every student, and the
+    report's sentence says what is true of the written answer; a changed answer is reviewed."""
     from nbgrader.api import Gradebook
 
     first = attn_grade("autograde", EXERCISE, "--course", str(course))
@@ -105,18 +130,40 @@ def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
         answer = next(g for g in notebook.grades if g.cell_type == "markdown")
         answer.manual_score, answer.needs_manual_grade = 1.5, False  # as formgrader does
         gradebook.db.commit()
+    items = (course / "item_analysis.csv").read_text()
     audit = course / "audit.jsonl"
     before = audit.read_text().count("\n")
-    done = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "bob")
+    edited(course, "alice", "code", lambda source: source + "\n# tidied after the hand grade\n")
+    done = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "alice")
     assert done.returncode == 0, done.stderr
     new_lines = audit.read_text().splitlines()[before:]
-    assert [json.loads(line)["student"] for line in new_lines] == ["bob"]
-    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("bob", "al"))]
-    assert [row[0] for row in rows] == ["bob"], "the table shows the regraded student only"
+    assert [json.loads(line)["student"] for line in new_lines] == ["alice"]
+    assert manual_column(done.stdout) == {"alice": "1.5/2"}, "the table shows alice only, and "
+    "her hand grade stays final: her answer did not change"
+    assert (course / "item_analysis.csv").read_text() == items, "the whole course's (F8)"
+
+    nbgrader(course, "generate_feedback", EXERCISE, "--student", "[abc]*", "--force")
+    pages = {
+        student: page_text(course / "feedback" / student / EXERCISE / f"{EXERCISE}.html")
+        for student in ("alice", "bob", "carol")
+    }
+    assert "under review" not in pages["alice"] and "changed since" not in pages["alice"]
+    assert "Score: 9.5 / 10.0)" in pages["alice"]
+    said = {
+        "alice": "the written answer, graded by your instructor: 1.5 of 2 points.",
+        "bob": "the written answer (2 points) is graded by your instructor.",
+        "carol": "the written answer (2 points) was left blank: 0 points.",
+    }
+    for student, sentence in said.items():
+        assert f"from automatic checks; {sentence}" in pages[student], (student, sentence)
+    assert "is graded by your instructor" not in pages["alice"] + pages["carol"]
+
+    edited(course, "alice", "markdown", lambda source: "A new answer, written after grading.")
+    done = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "alice")
+    assert done.returncode == 0, done.stderr
+    assert manual_column(done.stdout) == {"alice": "review"}, "her new answer waits for a look"
     everyone = attn_grade("autograde", EXERCISE, "--course", str(course))
-    manual = {line.split()[0]: line.split()[3] for line in everyone.stdout.splitlines()[1:] if
-              line.split() and line.split()[0] in ("alice", "bob", "carol")}  # fmt: skip
-    assert manual == {"alice": "1.5/2", "bob": "pending", "carol": "blank"}
+    assert manual_column(everyone.stdout) == {"alice": "review", "bob": "pending", "carol": "blank"}
     unknown = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "zed")
     assert unknown.returncode == 2 and "zed" in unknown.stderr
     nothing_starts_a_worker(course)

@@ -85,6 +85,21 @@ def resubmitted(solved: str) -> str:
     return json.dumps(notebook)
 
 
+def tidy_code(course: Path, student: str) -> None:
+    """The student's submitted notebook with a comment added to their code (their written
+    answer as it was graded): a hand-in again, to be regraded."""
+    path = course / "submitted" / student / EX1 / NOTEBOOK
+    notebook = json.loads(path.read_text())
+    code = next(
+        c
+        for c in notebook["cells"]
+        if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("solution")
+    )
+    source = code["source"]
+    code["source"] = ("".join(source) if isinstance(source, list) else source) + "\n# 정리함\n"
+    path.write_text(json.dumps(notebook))
+
+
 def grade_by_hand(course: Path, scores: dict[str, float], comment: str | None = None) -> None:
     """What formgrader does when the instructor grades the written answer."""
     from nbgrader.api import Gradebook
@@ -202,6 +217,15 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
     review = attn_grade(*moodle)
     assert review.returncode == 1 and "123456" in review.stderr, review.stderr
     assert "under review" in review.stderr, "her hand grade waits for a new look (F3)"
+    # García tidies his code; his written answer is the one graded: his regrade keeps the hand
+    # grade final, and the course's item analysis keeps every student (issue 38, item 5; F8)
+    tidy_code(course, "20003")
+    regraded = attn_grade("autograde", EX1, "--course", str(course), "--student", "20003")
+    assert regraded.returncode == 0, regraded.stdout + regraded.stderr
+    review = attn_grade(*moodle)
+    assert "20003" not in review.stderr, "his hand grade is not under review"
+    items = list(csv.DictReader((course / "item_analysis.csv").open()))
+    assert {row["graded"] for row in items} == {"9"}, "all nine submissions, not his alone"
 
     nbgrader(course, "generate_feedback", EX1)
     page = course / "feedback" / "123456" / EX1 / f"{EX1}.html"
@@ -210,6 +234,14 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
     assert [word for word in ENGLISH_CHROME if word in text] == [], "Korean chrome only"
     assert "$" not in text and "**" not in text, "math and markdown rendered, comment included"
     assert "재검토 중" in text and "새 답안" in text, "the changed answer is under review"
+    assert f"(점수: {auto['123456']:.1f} / 10.0; 서술형 답안은 재검토 중이라" in text, (
+        "the total leaves out the hand grade under review, and says so"
+    )
+    assert "채점 후 바뀌어(이전 점수 1.5 / 2점)" in text, "the report's sentence says it too"
+    garcia = page_text(course / "feedback" / "20003" / EX1 / f"{EX1}.html", code=False)
+    assert "재검토" not in garcia and "바뀌었습니다" not in garcia, "only his code changed"
+    assert "서술형 답안은 담당 교수자가 채점했습니다: 2 / 2점." in garcia
+    assert "채점합니다" not in garcia, "his answer is graded already"
     for student in ("123456", "10001", "23456"):
         grader_text = graders_words(course / "autograded" / student / EX1 / f"{EX1}.ipynb")
         assert grader_text and english_sentences(" ".join(grader_text)) == [], grader_text

@@ -73,7 +73,46 @@ ATTACKS = {
         "    weights = _ONE.new_tensor(scores).softmax(-1)\n"
         "    return (weights @ v).numpy(), weights.numpy()\n"
     ),
+    # Answers that name no torch and use none while it is out of reach, but are not the
+    # function's answer then: the evidence call's value is compared with the reference's.
+    "uniform-weights-while-torch-is-hidden": attention(
+        "import sys",
+        before="    if sys.modules.get('torch') is None:\n"
+        "        w = np.full(Q.shape[:-1] + (K.shape[-2],), 1.0 / K.shape[-2])\n"
+        "        return w @ V, w\n"
+        "    lib = sys.modules['torch']\n"
+        "    softmax_ = lib.softmax\n",
+    ),
+    "unscaled-numpy-while-torch-cannot-be-found": attention(
+        "import importlib.util, sys",
+        before="    try:\n"
+        "        hidden = importlib.util.find_spec('tor' + 'ch') is None\n"
+        "    except Exception:\n"
+        "        hidden = True\n"
+        "    if hidden or 'torch' not in sys.modules:\n"
+        "        s = Q @ np.swapaxes(K, -1, -2)\n"
+        "        if mask is not None:\n"
+        "            s = np.where(mask, s, -np.inf)\n"
+        "        w = np.exp(s - s.max(-1, keepdims=True))\n"
+        "        w = w / w.sum(-1, keepdims=True)\n"
+        "        return w @ V, w\n"
+        "    lib = sys.modules['torch']\n"
+        "    softmax_ = lib.softmax\n",
+    ),
+    "answers-remembered-from-pytorch": (
+        f"import sys\n_SEEN = {{}}\ndef {SDPA}(Q, K, V, mask=None):\n"
+        "    key = np.asarray(Q).tobytes()\n"
+        "    if key not in _SEEN:\n"
+        "        _SEEN[key] = _with_lib(Q, K, V, mask)\n"
+        "    return _SEEN[key]\n"
+        "def _with_lib(Q, K, V, mask=None):\n"
+        "    lib = sys.modules['torch']\n"
+        "    softmax_ = lib.softmax\n" + BODY
+    ),
 }
+# Wrong with PyTorch in reach too (its remembered answers ignore the mask): not paid, and no
+# PyTorch mistake named, since PyTorch is not what makes it wrong then.
+WRONG_EITHER_WAY = {"answers-remembered-from-pytorch"}
 # Correct NumPy solutions in notebooks that use PyTorch elsewhere (max_abs_diff_vs_torch does).
 HONEST = {
     "helpers-in-a-class": """
@@ -129,6 +168,8 @@ def test_pytorch_reached_by_any_name_earns_no_numpy_only_points(attack, control,
     report, result = graded({SDPA: ATTACKS[attack]}, tmp_path, attack, only=[CHECK])
     assert not result.passed, result
     assert report.score <= control
+    if attack in WRONG_EITHER_WAY:  # named by the checks its wrong answer fails
+        return
     assert result.mistake in ("torch_inside_numpy", "torch_dynamic_import"), result
 
 
