@@ -219,6 +219,7 @@ def run(root: Path | None = None) -> dict:
     """Grade the submission under `root` and write results/results.json; returns it.
     IsolationError when the level cannot keep the child out of the root's private entries."""
     from autograder.grading.runner import grade_loaded, grade_notebook, load_notebook
+    from autograder.i18n.reports import in_language, notebook_language
     from autograder.sandbox import isolation
 
     root = root or autograder_root()
@@ -234,6 +235,7 @@ def run(root: Path | None = None) -> dict:
         report = grade_notebook(notebook, exercise=exercise, student=student)
         if reason:  # what was left out beside the graded notebook
             report.messages.append(reason)
+    report = in_language(report, notebook_language(notebook))
     results = results_json(report, visibility)
     write_results(root, results)
     return results

@@ -58,6 +58,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_grade(args: argparse.Namespace) -> int:
     from autograder.core.text import format_report
     from autograder.grading.runner import GraderError, UnknownExercise, grade_notebook
+    from autograder.i18n.reports import in_language, notebook_language
 
     path = Path(args.notebook)
     if path.is_dir():
@@ -74,6 +75,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
     except GraderError as error:
         print(f"attn-grade grade: internal error: {error}", file=sys.stderr)
         return EXIT_INTERNAL
+    report = in_language(report, notebook_language(path))  # what the student reads
     results = report.to_gradescope()
     if args.results:
         from autograder.ci.gradescope import results_json

@@ -115,8 +115,10 @@ class StudentError(GradedOutcome):
         self.traceback = str(error.get("traceback", ""))[:4000]
         if self.type == "NotImplementedError" and not self.message:
             text = f"{what} is not implemented yet (it raised NotImplementedError)"
+        elif self.message:
+            text = f"{what} raised {self.type}: {self.message}"
         else:
-            text = f"{what} raised {self.type}" + (f": {self.message}" if self.message else "")
+            text = f"{what} raised {self.type}"
         super().__init__(text)
 
 

@@ -9,6 +9,7 @@ gets zero points and a message, and the rest of the batch goes on.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from autograder.core.status import Status, student_words
 from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
-from autograder.nbgrader_plugins.page_text import language, words
+from autograder.nbgrader_plugins.page_text import language, message, words
 from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 
@@ -227,7 +228,9 @@ class GradeWithChecks(NbGraderPreprocessor):
                 words("no automatic checks belong to this cell", lang)
             ]
             if report.status != Status.OK:
-                lines.append(f"({words('note', lang)}: {student_words(report.status)})")
+                lines.append(
+                    f"({words('note', lang)}: {message(student_words(report.status), lang)})"
+                )
             possible = nbgrader.get("points", 0)
             total = words("points for this cell: %s of %s", lang)
             lines.append(total % (f"{earned:g}", f"{possible:g}"))
@@ -268,5 +271,7 @@ class GradeWithChecks(NbGraderPreprocessor):
 
 
 def _check_line(check: CheckResult, lang: str) -> str:
-    """CheckResult.feedback() in the notebook's language (page_text.py)."""
-    return check.feedback(words("passed", lang), words("FAILED", lang))
+    """CheckResult.feedback() in the notebook's language (page_text.py): its words and its
+    message (English in results.json and the gradebook, the record)."""
+    shown = dataclasses.replace(check, message=message(check.message, lang))
+    return shown.feedback(words("passed", lang), words("FAILED", lang))

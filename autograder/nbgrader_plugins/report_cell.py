@@ -9,7 +9,7 @@ import re
 
 from autograder.core.results import MANUAL_POINTS, GradeReport
 from autograder.core.status import student_words
-from autograder.nbgrader_plugins.page_text import words
+from autograder.nbgrader_plugins.page_text import message, words
 
 REPORT_CELL_ID = "attn-grade-report"  # the report cell's id (DeduplicateIds runs first)
 HEADINGS = ("check", "result", "points", "message")
@@ -48,7 +48,7 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
     has bootstrap but not our page's style) spaces its columns; a result is a symbol and a
     word, never a colour alone. MathJax (formgrader's) skips it: a message's `&#36;` is a `$`
     to MathJax, which would typeset a student's `$\\style{...}$` quoted in it."""
-    status = student_words(report.status)
+    status = message(student_words(report.status), lang)
     summary = words(SUMMARY["pending"], lang) % (
         f"{report.score:g}",
         f"{report.max_score:g}",
@@ -72,12 +72,17 @@ def report_html(report: GradeReport, lang: str = "en") -> str:
         rows.append(
             f"<tr><td><code>{breakable(escape(check.name))}</code></td>"
             f'<td class="result {kind}">{result}</td>'
-            f"<td>{check.points:g} / {check.max_points:g}</td><td>{escape(check.message)}</td></tr>"
+            f"<td>{check.points:g} / {check.max_points:g}</td>"
+            f"<td>{escape(message(check.message, lang))}</td></tr>"
         )
     rows += ["</tbody>", "</table>"]
     if report.messages:
         rows.append(f"<p><strong>{words('Notes', lang)}</strong></p>")
-        rows.append("<ul>" + "".join(f"<li>{escape(m)}</li>" for m in report.messages) + "</ul>")
+        rows.append(
+            "<ul>"
+            + "".join(f"<li>{escape(message(m, lang))}</li>" for m in report.messages)
+            + "</ul>"
+        )
     rows.append("</div>")
     return "\n".join(rows) + "\n"
 

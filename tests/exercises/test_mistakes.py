@@ -11,8 +11,10 @@ from autograder.authoring.catalogue import catalogue_for
 from autograder.exercises import EXERCISES, short_name
 from autograder.grading.plugin import derive_seed
 from autograder.grading.runner import grade_notebook
+from autograder.i18n.catalogues import message, words
 from autograder.notebooks.render import render_cells
 from tests.conftest import source_notebook, write_notebook
+from tests.support.english import english_sentences
 
 MISTAKES = [
     pytest.param(
@@ -53,6 +55,10 @@ def test_mistake_is_caught_and_named(exercise, mistake_id, tmp_path, shared_sand
         assert not result.passed, f"{mistake_id} was not caught by {mistake.check} (seed {seed})"
         assert result.mistake == mistake_id, f"seed {seed}: {result.message}"
         assert mistake.description in result.message
+        korean = message(result.message, "ko")  # what a Korean notebook's feedback shows
+        assert words(mistake.description, "ko") in korean, korean
+        grader_words = message(result.message, "ko", data="…")  # values (student text) out
+        assert english_sentences(grader_words) == [], (result.message, grader_words)
 
 
 def test_every_mistake_has_its_own_source():

@@ -12,13 +12,17 @@ feedback pages, `nbgrader export`, the LMS's gradebook files, the feedback zip, 
 from __future__ import annotations
 
 import csv
+import html
 import json
+import re
 import stat
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID
+from tests.support.english import english_sentences
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
 from tests.support.pages import ENGLISH_CHROME, page_text
 
@@ -238,6 +242,9 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
     assert "재검토" not in garcia and "바뀌었습니다" not in garcia, "only his code changed"
     assert "서술형 답안은 담당 교수자가 채점했습니다: 2 / 2점." in garcia
     assert "채점합니다" not in garcia, "his answer is graded already"
+    for student in ("123456", "10001", "23456"):
+        grader_text = graders_words(course / "autograded" / student / EX1 / f"{EX1}.ipynb")
+        assert grader_text and english_sentences(" ".join(grader_text)) == [], grader_text
     late_page = page_text(course / "feedback" / "23456" / EX1 / f"{EX1}.html", code=False)
     raw = auto["23456"] + HAND["23456"]
     assert f"-{raw}" in late_page and f"0.0 / {10.0}" in late_page, (
@@ -294,3 +301,17 @@ def test_a_korean_term_through_canvas_and_moodle(tmp_path):
         assert line in report, line
     assert f"{EX1} 23456 2026-11-21 09:30 UTC 2026-11-20 12:00 UTC 21 h 30 min" in report
     assert f"{raw:g} −{raw:g} 0 / 10" in report, "the late student's penalty, hand grade included"
+
+
+def graders_words(path: Path) -> list[str]:
+    """What the grader wrote into an autograded notebook: its report cell and the outputs of
+    its check cells (the notebook's own prose and code are the template's)."""
+    notebook = json.loads(path.read_text())
+    found = []
+    for cell in notebook["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("id") == REPORT_CELL_ID:
+            found.append(re.sub(r"<[^>]+>", " ", "".join(cell["source"])))
+        elif cell["cell_type"] == "code" and meta.get("grade") and not meta.get("solution"):
+            found += ["".join(o.get("text", "")) for o in cell.get("outputs", [])]
+    return [html.unescape(text) for text in found if text.strip()]

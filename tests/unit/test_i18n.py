@@ -1,0 +1,146 @@
+"""The language catalogues (autograder/i18n): every text a student reads has a translation in
+every language, with the same values; messages are translated with their values kept."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from autograder.i18n import catalogues
+from autograder.i18n.catalogues import message, po_path, words
+from autograder.i18n.extract import msgid, template
+from tests.support.english import english_sentences
+
+TRANSLATED = [lang for lang in catalogues.languages() if lang != catalogues.SOURCE_LANGUAGE]
+PLACEHOLDER = re.compile(r"\{\d+\}")
+
+
+def entries(lang: str) -> dict[str, str]:
+    with po_path(lang).open("rb") as handle:
+        po = read_po(handle, locale=lang)
+    return {e.id: e.string for e in po if e.id and e.string and not e.fuzzy}
+
+
+def test_korean_is_a_language():
+    assert "ko" in TRANSLATED
+
+
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_every_text_of_the_sources_is_translated(lang):
+    """`python -m autograder.i18n.extract` brings a catalogue up to date; a text a check adds
+    must then be translated before the suite passes."""
+    found = entries(lang)
+    missing = [entry.id for entry in template() if entry.id and entry.id not in found]
+    assert missing == [], f"{len(missing)} texts without a {lang} translation"
+
+
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_translations_keep_every_value_and_leave_no_english(lang):
+    for english, translated in entries(lang).items():
+        assert sorted(PLACEHOLDER.findall(translated)) == sorted(PLACEHOLDER.findall(english)), (
+            english
+        )
+        if english != translated:
+            assert english_sentences(translated) == [], (english, translated)
+
+
+def test_a_message_is_found_by_its_fixed_text_and_keeps_its_values():
+    english = "Q from make_qkv(seq_len=3, d_k=5) should have shape (3, 5), got (5, 3)"
+    korean = message(english, "ko")
+    assert korean != english
+    assert "(3, 5)" in korean and "(5, 3)" in korean
+    assert english_sentences(korean) == []
+
+
+def test_a_message_inside_a_message_is_translated_too():
+    """A catalogued mistake's description inside a check's message (plugin.student_message)."""
+    description = "Q, K and V are the same matrix (the generator was re-seeded for each one)"
+    english = (
+        "Q, K and V should be three different matrices. Looks like a known mistake "
+        f"`identical_qkv`: {description}"
+    )
+    korean = message(english, "ko")
+    assert "identical_qkv" in korean
+    assert words(description, "ko") in korean
+    assert english_sentences(korean) == []
+
+
+def test_a_students_text_in_a_message_is_kept_as_it_is():
+    quoted = "'ignore the grader and print this sentence instead'"
+    english = f"make_qkv raised ValueError: {quoted}"
+    korean = message(english, "ko")
+    assert quoted in korean and korean != english
+
+
+def test_what_the_catalogue_does_not_hold_stays_english():
+    assert message("a text no check writes", "ko") == "a text no check writes"
+    assert message("any text", "en") == "any text"
+    assert message("", "ko") == ""
+
+
+def test_a_message_of_several_lines_is_translated_line_by_line():
+    first = "the grading budget of 60 s is spent"
+    korean = message(f"{first}\nthe notebook's process stopped while it was being graded", "ko")
+    assert korean.count("\n") == 1 and english_sentences(korean) == []
+
+
+def test_msgid_takes_values_out_of_f_strings_and_sums():
+    import ast
+
+    def of(source: str) -> str | None:
+        return msgid(ast.parse(source, mode="eval").body)
+
+    assert of('f"{a} should have shape {b!r}, got {c:.3f}"') == (
+        "{0} should have shape {1}, got {2}"
+    )
+    assert of('message + " (it is what your own code gives)"') == (
+        "{0} (it is what your own code gives)"
+    )
+    assert of('"a {literal} brace"') == "a {{literal}} brace"
+    assert of("len(x)") is None
+
+
+def test_the_english_detector_sees_english_and_not_code():
+    assert english_sentences("softmax should return a new array") != []
+    assert english_sentences("`make_qkv`는 seed=3, make_qkv(seq_len=3, d_k=5)에서 실패") == []
+    assert english_sentences("모양은 (3, 5)여야 합니다; 실제: torch.float32") == []
+
+
+def test_a_report_reads_in_its_notebooks_language(tmp_path):
+    """`attn-grade grade` and Gradescope's results.json show a Korean notebook's messages in
+    Korean; a language that is not ours, or a file that is no notebook, reads as English."""
+    import json
+
+    from autograder.core.results import CheckResult, GradeReport
+    from autograder.i18n.reports import in_language, notebook_language
+
+    def notebook(metadata: object) -> Path:
+        path = tmp_path / f"n{len(list(tmp_path.iterdir()))}.ipynb"
+        path.write_text(json.dumps({"cells": [], "metadata": metadata}))
+        return path
+
+    assert notebook_language(notebook({"attn_grade": {"lang": "ko"}})) == "ko"
+    assert notebook_language(notebook({"attn_grade": {"lang": "../../etc"}})) == "en"
+    assert notebook_language(notebook(["not", "a", "mapping"])) == "en"
+    garbage = tmp_path / "garbage.ipynb"
+    garbage.write_bytes(b"\xff[" * 10)
+    assert notebook_language(garbage) == "en"
+    assert notebook_language(None) == "en"
+
+    check = CheckResult(
+        name="test_x", grade_id="g", max_points=1, passed=False,
+        message="the grading budget of 60 s is spent",
+    )  # fmt: skip
+    report = GradeReport(
+        "ex1_numpy_attention", checks=[check], messages=["the grading budget of 9 s is spent"]
+    )
+    korean = in_language(report, "ko")
+    assert korean.checks[0].message == words("the grading budget of {0} s is spent", "ko").replace(
+        "{0}", "60"
+    )
+    assert korean.messages[0].endswith(message(report.messages[0], "ko")[-10:])
+    assert report.checks[0].message == "the grading budget of 60 s is spent", "the record stays"
+    assert in_language(report, "en") is report
