@@ -55,6 +55,8 @@ def prepare(iso: isolation.Isolation, limits: Limits, warm: bool, child_uid: int
             "subdirs": list(jail.WORK_SUBDIRS),
             "etc": {k: v.decode() for k, v in jail.passwd_files(inside_uid).items()},
             "etc_copies": list(jail.ETC_FILES),
+            # bound read-only roots the fresh /tmp would cover (a venv below the host's /tmp)
+            "keep_below_tmp": [r for r in isolation.python_roots() if _below("/tmp", r)],
         }
         return found
     files = {dest: runtime / name for dest, name in jail_files(inside_uid).items()}
@@ -90,3 +92,7 @@ def _outside_the_jail(warm: bool) -> Places:
         command = [sys.executable, "-s", "-I", str(SUPERVISOR)]
     listable = isolation.listable_paths()
     return Places(workdir, str(runtime), readable, writable, listable, workdir, command)
+
+
+def _below(folder: str, path: str) -> bool:
+    return os.path.commonpath([folder, os.path.abspath(path)]) == folder

@@ -42,7 +42,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWNET = 0x20000, 0x4000000, 0x8000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_REC, MS_PRIVATE = 32, 0x4000, 0x40000
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 0x40000
 MAX_FDS = 16
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -132,7 +132,15 @@ def fresh_jail(fresh: dict) -> None:
     own_namespaces()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     size = int(fresh["work_bytes"])
+    # a root bound below /tmp (a venv there) stays in sight, as in a cold jail (which mounts
+    # its /tmp before the roots): held open, then bound again, read-only, through the handle
+    kept = [(root, os.open(root, os.O_PATH)) for root in fresh.get("keep_below_tmp", [])]
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    for root, handle in kept:
+        os.makedirs(root, mode=0o755, exist_ok=True)
+        _mount(f"/proc/self/fd/{handle}", root, None, MS_BIND | MS_REC)
+        _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(handle)
     work = fresh["work"]
     _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755")
     for sub in fresh["subdirs"]:
