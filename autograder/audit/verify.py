@@ -19,8 +19,8 @@ from autograder.audit import log as audit
 from autograder.audit.gradebook import auto_scores
 from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
 from autograder.core.errors import UsageError
+from autograder.core.registry import EXERCISES
 from autograder.core.text import clean_text
-from autograder.exercises import EXERCISES
 
 EXIT_DIFFERENT = 1
 

@@ -143,7 +143,7 @@ def check_report(report: Any, exercise: str, level: str) -> dict:
 def declared_checks(exercise: str) -> dict[str, tuple[str, float]]:
     """check name -> (grade id, points), read from the `@check(points=..., grade_id=...)`
     markers of the exercise's checks module (parsed, not imported)."""
-    from autograder.exercises import checks_module_path
+    from autograder.core.registry import checks_module_path
 
     found = {}
     for node in ast.parse(checks_module_path(exercise).read_text()).body:

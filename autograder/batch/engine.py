@@ -51,9 +51,9 @@ from autograder.batch.table import (
 )
 from autograder.core import faults
 from autograder.core.errors import EnvironmentFailure, UsageError, environment_cause
+from autograder.core.registry import EXERCISES, grading_seconds
 from autograder.core.status import Status
 from autograder.course.api import CourseError, nbgrader_api
-from autograder.exercises import EXERCISES, grading_seconds
 
 STATE_DIR = ".attn-grade"  # in the course: the batch lock and the workers' scratch gradebooks
 __all__ = ["Outcome", "Submitted", "autograde_course", "score_table", "table_notes"]

@@ -114,8 +114,8 @@ def course_reports(api, course: Path, outcomes: dict) -> list[dict]:
     of one exercise or one student's regrade left the file with theirs alone). Each submission
     in `submitted/` of every exercise, in course order: as this run left it (`outcomes`; one
     it could not grade is left out), else as its autograded notebook records it."""
+    from autograder.core.registry import EXERCISES
     from autograder.course.submitted import account
-    from autograder.exercises import EXERCISES
 
     ran = {(item.exercise, item.student): outcome.report for item, outcome in outcomes.items()}
     found = account(course, list(EXERCISES), copy=False).found

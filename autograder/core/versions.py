@@ -3,7 +3,7 @@
 `CHECKS_VERSION` changes whenever a check, a threshold or a point value changes; the package
 version (pyproject.toml) on every release of the grader. CHANGELOG.md says what changed in each.
 `checks_digest()` is a sha256 over the contents of every file that decides points: each
-exercise's folder (checks, catalogue, reference, template) and the shared code that grades
+exercise's folder (checks, catalogue), reference and template and the shared code that grades
 (the check-author API, the pytest plugin and gating, the notebook reader, the cell format and
 the child's runtime with its probes). A change to any of them makes the next `autograde` grade
 again and `verify` report the difference; a file that only moves changes nothing (the digest
@@ -21,6 +21,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
 # Relative to the package: every file below these decides points.
 POINTS_DECIDED_BY = (
     "exercises",
+    "_reference",  # reference/<id>.py (a link in a checkout, files in a wheel)
+    "_student_templates",  # student_templates/<id>.ipynb.j2
     "authoring",
     "grading",
     "notebooks",

@@ -22,9 +22,9 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
+from autograder.core.registry import EXERCISES
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status, student_words
-from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
 from autograder.nbgrader_plugins.page_text import language, message, words

@@ -9,7 +9,7 @@ import ast
 import pytest
 
 from autograder.authoring.mutants import equivalent_mutants, equivalent_to, mutants_of
-from autograder.exercises import EXERCISES, reference_module
+from autograder.core.registry import EXERCISES, reference_module
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.solutions import public_names
 from tests.conftest import source_notebook, write_notebook

@@ -13,7 +13,7 @@ import inspect
 
 import pytest
 
-from autograder.exercises import EXERCISES, declaration
+from autograder.core.registry import EXERCISES, declaration
 
 PROBE_HELPERS = {"call_evaluating", "trained_in_batches", "_summary", "module_summary_of"}
 

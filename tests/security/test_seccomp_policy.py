@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.exercises import PROJECT_ROOT
+from autograder.core.registry import PROJECT_ROOT
 from autograder.sandbox.inside import seccomp
 from tests.support.bpf import MAX_INSTRUCTIONS, run
 

@@ -11,8 +11,8 @@ import pytest
 from autograder.batch import dask_results
 from autograder.batch.dask_results import InvalidResult, TaskFailed, decode, encode
 from autograder.batch.messages import Graded
+from autograder.core.registry import EXERCISES
 from autograder.core.results import AUTO_POINTS, CheckResult, GradeReport
-from autograder.exercises import EXERCISES
 from tests.conftest import source_notebook, write_notebook
 
 EXERCISE = "ex1_numpy_attention"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 
-from autograder.exercises import PROJECT_ROOT
+from autograder.core.registry import PROJECT_ROOT
 
 
 def readme_commands() -> list[str]:

@@ -7,8 +7,8 @@ import re
 import shutil
 import tomllib
 
+from autograder.core.registry import PROJECT_ROOT
 from autograder.core.versions import CHECKS_VERSION, PACKAGE_DIR, digest_of, points_files
-from autograder.exercises import PROJECT_ROOT
 
 
 def _copy(tmp_path):
@@ -26,7 +26,8 @@ def test_shared_grading_code_decides_the_digest(tmp_path):
         "sandbox/inside/probes.py",
         "notebooks/cells.py",
         "exercises/ex1_numpy_attention/checks.py",
-        "exercises/ex2_attention_heatmap/template.ipynb.j2",
+        "_student_templates/ex2_attention_heatmap.ipynb.j2",
+        "_reference/ex3_transformer_classifier.py",
     ):
         path = copy / shared
         original = path.read_bytes()

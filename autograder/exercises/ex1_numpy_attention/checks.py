@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from autograder._reference import ex1_numpy_attention as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -22,7 +23,6 @@ from autograder.authoring.expect import (
     within,
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.exercises.ex1_numpy_attention import reference as ref
 from autograder.grading.source import functions_using
 from autograder.grading.submission import StudentError
 

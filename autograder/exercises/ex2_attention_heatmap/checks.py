@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex2_attention_heatmap as ref
 from autograder.authoring import figures
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
@@ -26,7 +27,6 @@ from autograder.authoring.expect import (
 )
 from autograder.authoring.inputs import distinct_sizes, random_bool_mask
 from autograder.authoring.modules import module_output, module_outputs, without_raised
-from autograder.exercises.ex2_attention_heatmap import reference as ref
 from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex2

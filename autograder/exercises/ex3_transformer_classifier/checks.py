@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex3_transformer_classifier as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -33,7 +34,6 @@ from autograder.authoring.modules import (
     weights_of,
     without_raised,
 )
-from autograder.exercises.ex3_transformer_classifier import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex3

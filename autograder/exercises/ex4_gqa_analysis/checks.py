@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex4_gqa_analysis as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -35,7 +36,6 @@ from autograder.authoring.modules import (
     without_raised,
 )
 from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex4_gqa_analysis import reference as ref
 from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex4

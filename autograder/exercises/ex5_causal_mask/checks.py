@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex5_causal_mask as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -33,7 +34,6 @@ from autograder.authoring.modules import (
     weights_of,
 )
 from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex5_causal_mask import reference as ref
 from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex5

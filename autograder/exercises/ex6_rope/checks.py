@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex6_rope as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -32,7 +33,6 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import on_the_contracts
 from autograder.core.errors import CheckFailed, StudentError
-from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
 

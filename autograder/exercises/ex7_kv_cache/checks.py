@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex7_kv_cache as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -39,7 +40,6 @@ from autograder.authoring.upstream import (
     on_the_contracts,
 )
 from autograder.core.errors import StudentError
-from autograder.exercises.ex7_kv_cache import reference as ref
 
 pytestmark = pytest.mark.ex7
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex8_additive_attention as ref
 from autograder.authoring.check import check
 from autograder.authoring.expect import (
     as_array,
@@ -40,7 +41,6 @@ from autograder.authoring.modules import (
 )
 from autograder.authoring.upstream import UNUSABLE, set_aside
 from autograder.core.errors import CheckFailed, StudentError
-from autograder.exercises.ex8_additive_attention import reference as ref
 
 pytestmark = pytest.mark.ex8
 
