@@ -33,7 +33,7 @@ from pathlib import Path
 
 from autograder.core.errors import UsageError
 
-SETUP = "see README, 'More than one machine: Dask'"
+SETUP = "see docs/instructors.md, 'More than one machine: Dask'"
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ computes itself), and that every check is one the exercise declares, with the gr
 points its `@check` marker gives (so no score above the exercise's 8 points, no invented check).
 A document that fails any of this is refused (InvalidResult) and the submission is graded on
 the batch's machine. What the schema cannot tell is a worker that reports a real check as
-passed when it failed: only the cluster's authentication (README, "More than one machine:
-Dask") keeps such workers out, and `attn-grade verify` regrades from the audit log.
+passed when it failed: only the cluster's authentication (docs/instructors.md, "More than one
+machine: Dask") keeps such workers out, and `attn-grade verify` regrades from the audit log.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which isolation level the sandbox runs at: detected once per process, chosen explicitly, or
 refused.
 
-Levels, strongest first (README "How grading works"):
+Levels, strongest first (docs/security.md):
 - `jail`: bubblewrap. The child sees a minimal filesystem (Python, the importable packages, a
   private work dir and /tmp on tmpfs), fresh namespaces, an unprivileged uid, Landlock.
 - `uid`: root without namespaces (a Docker-style container): an unprivileged uid, Landlock.

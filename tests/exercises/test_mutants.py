@@ -1,6 +1,6 @@
 """Mutation testing of the checks (issue 20): the mutator is deterministic and makes real
 changes, and a sample of its mutants, graded as submissions, loses points (the whole run is
-benchmarks/mutation.py, with its table in the README)."""
+benchmarks/mutation.py, with its table in docs/numbers.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A wheel install (no checkout) runs every command from any directory (issue 10, item 1).
 
 The session's wheel venv grades ex1 and ex4 here (reference 8/8, blank 0); all five are
-measured by benchmarks/wheel_install.py (README, Numbers), which takes 2 minutes.
+measured by benchmarks/wheel_install.py (docs/numbers.md), which takes 2 minutes.
 """
 
 from __future__ import annotations

@@ -341,7 +341,7 @@ ENTRIES: tuple[Entry, ...] = (
         EX1,
         (_PROC_SNOOP,),
         # At uid, Landlock's view of /proc holds no other process's directory (issue 17); on a
-        # kernel without Landlock a host command line stays readable there (README).
+        # kernel without Landlock a host command line stays readable there (docs/security.md).
         what="cmdlines, environments, cwd and root of every process the child can see",
     ),
     Entry(
