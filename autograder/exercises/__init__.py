@@ -114,7 +114,7 @@ def reference_source(exercise: str) -> ModuleType:
     """The reference module's source, not run: enough to render notebooks (`inspect` and `ast`
     read it) without importing the reference and, through it, torch (about 2 s of every
     `attn-grade build`). Only its `GIVEN` tuple is evaluated, as a literal."""
-    path = exercise_dir(exercise) / "reference.py"
+    path = reference_path(exercise)
     module = ModuleType(f"{__name__}.{resolve(exercise)}.reference")
     module.__file__ = str(path)
     for node in ast.parse(path.read_text()).body:
@@ -128,6 +128,10 @@ def reference_source(exercise: str) -> ModuleType:
 
 def mistakes_module(exercise: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{resolve(exercise)}.mistakes")
+
+
+def reference_path(exercise: str) -> Path:
+    return exercise_dir(exercise) / "reference.py"
 
 
 def checks_module_path(exercise: str) -> Path:
