@@ -5,7 +5,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 from autograder.exercises.ex1_numpy_attention.reference import softmax
 
 CATALOGUE = Catalogue("ex1_numpy_attention")

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 from autograder.exercises.ex3_transformer_classifier.reference import PositionalEncoding
 
 CATALOGUE = Catalogue("ex3_transformer_classifier")

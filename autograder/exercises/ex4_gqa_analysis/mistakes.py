@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 from autograder.exercises.ex4_gqa_analysis.reference import (
     GroupedQueryAttention,
     kv_cache_mib,

@@ -7,7 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 from autograder.exercises.ex6_rope.reference import apply_rope, rope_frequencies
 
 CATALOGUE = Catalogue("ex6_rope")

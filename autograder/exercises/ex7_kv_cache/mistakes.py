@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 from autograder.exercises.ex7_kv_cache.reference import KVCache, apply_rope
 
 CATALOGUE = Catalogue("ex7_kv_cache")
