@@ -126,6 +126,7 @@ def test_editing_one_exercise_leaves_the_others_digests_alone(tmp_path, monkeypa
         for path in _own_files(exercise):
             if not path.is_file():
                 continue
+            assert copy in path.parents, f"{path} is not in the copy: point the registry there"
             original = path.read_bytes()
             path.write_bytes(original + b"\n# a threshold changed\n")
             after = _digests(monkeypatch, copy)
