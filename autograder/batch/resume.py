@@ -68,16 +68,17 @@ def up_to_date(api, submissions: list, level: str) -> dict:
     """Submitted -> engine.Outcome for each submission an earlier batch graded (see above)."""
     from nbgrader.api import MissingEntry
 
+    from autograder.audit.digest import checks_digest
     from autograder.batch.table import Outcome
-    from autograder.core.versions import checks_digest, grader_version
+    from autograder.core.versions import grader_version
 
     latest = audit.read_warning(Path(api.coursedir.root), "autograde").latest()
-    same = {"checks_sha256": checks_digest(), "grader_version": grader_version()}
     candidates = []
     for item in submissions:
         record = latest.get((item.exercise, item.student))
         if record is None or record.get("isolation") != level:
             continue
+        same = {"checks_sha256": checks_digest(item.exercise), "grader_version": grader_version()}
         if any(record.get(key) != value for key, value in same.items()):
             continue
         if record["status"] == Status.GRADER_ERROR:  # the grader failed: always try again

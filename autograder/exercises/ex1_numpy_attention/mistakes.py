@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder._reference.ex1_numpy_attention import softmax
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex1_numpy_attention")
 

@@ -7,7 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder._reference.ex3_transformer_classifier import PositionalEncoding
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex3_transformer_classifier")
 

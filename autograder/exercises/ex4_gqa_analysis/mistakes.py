@@ -12,6 +12,7 @@ from autograder._reference.ex4_gqa_analysis import (
     kv_cache_mib,
     kv_projection_params,
 )
+from autograder.authoring import Catalogue
 from autograder.authoring.catalogue import Catalogue
 
 CATALOGUE = Catalogue("ex4_gqa_analysis")

@@ -9,7 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from autograder._reference.ex7_kv_cache import KVCache, apply_rope
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex7_kv_cache")
 
