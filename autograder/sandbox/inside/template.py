@@ -136,11 +136,11 @@ def fresh_jail(fresh: dict) -> None:
     # its /tmp before the roots): held open, then bound again, read-only, through the handle
     kept = [(root, os.open(root, os.O_PATH)) for root in fresh.get("keep_below_tmp", [])]
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
-    for root, handle in kept:
+    for root, held in kept:
         os.makedirs(root, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{handle}", root, None, MS_BIND | MS_REC)
+        _mount(f"/proc/self/fd/{held}", root, None, MS_BIND | MS_REC)
         _mount(None, root, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        os.close(handle)
+        os.close(held)
     work = fresh["work"]
     _mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755")
     for sub in fresh["subdirs"]:
