@@ -13,7 +13,6 @@ from autograder._reference.ex4_gqa_analysis import (
     kv_projection_params,
 )
 from autograder.authoring import Catalogue
-from autograder.authoring.catalogue import Catalogue
 
 CATALOGUE = Catalogue("ex4_gqa_analysis")
 
