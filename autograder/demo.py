@@ -17,9 +17,9 @@ from pathlib import Path
 
 from autograder.authoring.catalogue import catalogue_for
 from autograder.batch.engine import autograde_course
+from autograder.core.registry import EXERCISES, declaration, reference_module
 from autograder.course.api import nbgrader_api, require_success
 from autograder.course.build import COURSE_ID, build_course, run_nbgrader
-from autograder.exercises import EXERCISES, declaration, reference_module
 from autograder.notebooks import solutions
 from autograder.notebooks.render import render_cells
 

@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpu_accounting import Accounted, Group
 
+from autograder.core.registry import EXERCISES
 from autograder.course.build import tool_env
 from autograder.demo import students_of
-from autograder.exercises import EXERCISES
 
 RESULTS = Path(__file__).with_name("results")
 STOCK_CONFIG = """c = get_config()  # noqa: F821

@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from autograder.exercises.ex8_additive_attention import reference as ref
+from autograder._reference import ex8_additive_attention as ref
 
 torch.set_num_threads(1)
 train, test = ref.make_pointer_task(2000, seed=0), ref.make_pointer_task(500, seed=1)

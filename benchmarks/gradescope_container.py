@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from autograder.core.registry import resolve
 from autograder.demo import student_notebook
-from autograder.exercises import resolve
 from tests.support.podman import CONTAINERS_CONF, DOCKER_CAPABILITIES
 
 RESULTS = Path(__file__).with_name("results") / "gradescope_container.json"

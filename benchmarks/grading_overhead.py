@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder.exercises import EXERCISES, resolve
+from autograder.core.registry import EXERCISES, resolve
 
 RESULTS = Path(__file__).with_name("results")
 

@@ -31,7 +31,7 @@ import nbformat
 
 from autograder.authoring.catalogue import catalogue_for
 from autograder.authoring.mutants import Mutant, equivalent_mutants, equivalent_to, mutants_of
-from autograder.exercises import EXERCISES, exercise_dir, resolve
+from autograder.core.registry import EXERCISES, exercise_dir, resolve
 from autograder.grading.runner import grade_notebook
 from autograder.grading.shared import SharedSandbox
 from autograder.notebooks.notebook import to_notebook

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from autograder.ci.wheel import build_wheel
-from autograder.exercises import EXERCISES
+from autograder.core.registry import EXERCISES
 from tests.support.wheel_venv import install_wheel
 
 RESULTS = Path(__file__).with_name("results")

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder.core.registry import EXERCISES, short_name
 from autograder.course.build import build_course
-from autograder.exercises import EXERCISES, short_name
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import render_cells
 from tests.support.built_once import built_once

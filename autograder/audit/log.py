@@ -67,7 +67,8 @@ def record(
 ) -> dict:
     """The audit line for a grading report (GradeReport.to_dict()); `answers`: grade id ->
     the SHA-256 of each written answer's text (batch/scratch.py: the text a hand grade is for)."""
-    from autograder.core.versions import CHECKS_VERSION, checks_digest, grader_version
+    from autograder.audit.digest import checks_digest
+    from autograder.core.versions import CHECKS_VERSION, grader_version
     from autograder.grading.submission import Budget
     from autograder.sandbox.limits import Limits
 
@@ -87,7 +88,7 @@ def record(
         "notebook_sha256": notebook_sha256 or sha256_file(notebook),
         "grader_version": grader_version(),
         "checks_version": CHECKS_VERSION,
-        "checks_sha256": checks_digest(),
+        "checks_sha256": checks_digest(report["exercise"]),
         "seed": report.get("seed"),
         "isolation": report.get("isolation", ""),
         "limits": asdict(limits or Limits()),

@@ -107,7 +107,7 @@ def regrade_diff(
 def announce(jobs: list[Job], workers: int) -> None:
     """Before the first line (which can take a minute): what is being done, and how long it
     should take from the exercises' grading-time estimates."""
-    from autograder.exercises import grading_seconds
+    from autograder.core.registry import grading_seconds
 
     estimate = sum(grading_seconds(job.exercise) for job in jobs) / max(1, min(workers, len(jobs)))
     print(

@@ -19,8 +19,8 @@ from autograder.audit import log as audit
 from autograder.audit.gradebook import auto_scores
 from autograder.audit.replay import Job, Outcome, check_changes, grade_all, points
 from autograder.core.errors import UsageError
+from autograder.core.registry import EXERCISES
 from autograder.core.text import clean_text
-from autograder.exercises import EXERCISES
 
 EXIT_DIFFERENT = 1
 
@@ -71,12 +71,17 @@ def notebook_problem(course: Path, record: dict) -> str | None:
 
 def context_changes(record: dict, isolation: str) -> list[str]:
     """The grader, checks and isolation now, where they differ from the record's."""
-    from autograder.core.versions import CHECKS_VERSION, checks_digest, grader_version
+    from autograder.audit.digest import checks_digest
+    from autograder.core.versions import CHECKS_VERSION, grader_version
 
+    try:
+        digest = checks_digest(str(record.get("exercise")))
+    except UsageError:  # an exercise this grader does not have: no checks to compare with
+        digest = "none (no such exercise)"
     now = {
         "grader_version": grader_version(),
         "checks_version": CHECKS_VERSION,
-        "checks_sha256": checks_digest(),
+        "checks_sha256": digest,
         "isolation": isolation,
     }
     changes = []

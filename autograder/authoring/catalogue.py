@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.exercises import mistakes_module, reference_module
+from autograder.core.registry import mistakes_module, reference_module
 
 _BOUND: dict[tuple[str, str], Callable] = {}
 

@@ -135,7 +135,7 @@ def module_outputs(
     answer, like `Catalogue.outputs` gives for functions. A mistake that gives the reference's
     own answer here (a wrong default when the argument is given, say) explains no wrong answer
     and is left out."""
-    from autograder.exercises import reference_module
+    from autograder.core.registry import reference_module
 
     try:
         reference = getattr(reference_module(catalogue.exercise), target)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from autograder.exercises import exercise_dir, reference_module
+from autograder.core.registry import exercise_dir, reference_module
 from autograder.notebooks.solutions import public_names
 
 AXIS_KEYWORDS = ("axis", "dim", "dim0", "dim1", "axis1", "axis2")

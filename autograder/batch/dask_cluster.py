@@ -33,7 +33,7 @@ from pathlib import Path
 
 from autograder.core.errors import UsageError
 
-SETUP = "see README, 'More than one machine: Dask'"
+SETUP = "see docs/instructors.md, 'More than one machine: Dask'"
 
 
 @dataclass(frozen=True)
@@ -59,15 +59,19 @@ def grade_on_worker(
 ) -> bytes:
     """A Dask task: grade one notebook given as bytes, at the batch's isolation level; the
     answer is a JSON document (dask_results.encode), also when the worker cannot grade."""
+    from autograder.audit.digest import checks_digest
     from autograder.batch import dask_results
     from autograder.batch.recorder import grade_file
-    from autograder.core.versions import checks_digest
     from autograder.grading.runner import GRADING_LOCK
     from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
-    if checks_digest() != checks_sha256:
+    try:
+        here = checks_digest(exercise)
+    except UsageError as error:  # an exercise this worker's attn-grade does not have
+        here = f"none: {error}"
+    if here != checks_sha256:
         return dask_results.encode(
-            error=f"this worker's checks ({checks_digest()[:12]}) are not the batch's "
+            error=f"this worker's checks of {exercise} ({here[:12]}) are not the batch's "
             f"({checks_sha256[:12]}): install the same attn-grade on every worker"
         )
     # a worker started with several threads runs tasks side by side: the level (process-wide)

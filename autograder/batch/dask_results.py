@@ -7,8 +7,8 @@ computes itself), and that every check is one the exercise declares, with the gr
 points its `@check` marker gives (so no score above the exercise's 8 points, no invented check).
 A document that fails any of this is refused (InvalidResult) and the submission is graded on
 the batch's machine. What the schema cannot tell is a worker that reports a real check as
-passed when it failed: only the cluster's authentication (README, "More than one machine:
-Dask") keeps such workers out, and `attn-grade verify` regrades from the audit log.
+passed when it failed: only the cluster's authentication (docs/instructors.md, "More than one
+machine: Dask") keeps such workers out, and `attn-grade verify` regrades from the audit log.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def check_report(report: Any, exercise: str, level: str) -> dict:
 def declared_checks(exercise: str) -> dict[str, tuple[str, float]]:
     """check name -> (grade id, points), read from the `@check(points=..., grade_id=...)`
     markers of the exercise's checks module (parsed, not imported)."""
-    from autograder.exercises import checks_module_path
+    from autograder.core.registry import checks_module_path
 
     found = {}
     for node in ast.parse(checks_module_path(exercise).read_text()).body:

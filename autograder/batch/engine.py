@@ -51,9 +51,9 @@ from autograder.batch.table import (
 )
 from autograder.core import faults
 from autograder.core.errors import EnvironmentFailure, UsageError, environment_cause
+from autograder.core.registry import EXERCISES, grading_seconds
 from autograder.core.status import Status
 from autograder.course.api import CourseError, nbgrader_api
-from autograder.exercises import EXERCISES, grading_seconds
 
 STATE_DIR = ".attn-grade"  # in the course: the batch lock and the workers' scratch gradebooks
 __all__ = ["Outcome", "Submitted", "autograde_course", "score_table", "table_notes"]
@@ -227,10 +227,10 @@ class Batch:
     def _on_dask(self, dispatcher: Dispatcher, pending: list[Submitted], client) -> None:
         from distributed import as_completed
 
+        from autograder.audit.digest import checks_digest
         from autograder.batch import dask_results
         from autograder.batch.dask_client import workers_of
         from autograder.batch.dask_cluster import grade_on_worker
-        from autograder.core.versions import checks_digest
 
         level = self.level_name
         try:
@@ -243,7 +243,7 @@ class Batch:
                     item.student,
                     item.path.read_bytes(),
                     level,
-                    checks_digest(),
+                    checks_digest(item.exercise),
                     pure=False,
                 )
                 remote[future] = (item, key)

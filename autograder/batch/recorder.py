@@ -83,26 +83,40 @@ class Caught(logging.Handler):
 
 @functools.cache
 def _autograde_app():
-    """nbgrader's Autograde, with the fault point `autograde` inside its own error handling."""
+    """nbgrader's Autograde, with the fault point `autograde` inside its own error handling,
+    giving its `handoff` (the report graded already) to the GradeWithChecks it builds."""
     from nbgrader.converters import Autograde
 
+    from autograder.nbgrader_plugins.preprocessors import GradeWithChecks, Handoff
+
     class WorkerAutograde(Autograde):
+        handoff: Handoff | None = None
+
         def init_assignment(self, assignment_id: str, student_id: str) -> None:
             faults.reach("autograde")
             super().init_assignment(assignment_id, student_id)
 
+        def _init_preprocessors(self) -> None:
+            super()._init_preprocessors()  # builds this pass's preprocessors in the exporter
+            for preprocessor in self.exporter._preprocessors:
+                if isinstance(preprocessor, GradeWithChecks):
+                    preprocessor.handoff = self.handoff
+
     return WorkerAutograde
 
 
-def run_autograde(api, exercise: str, student: str) -> tuple[dict, BaseException | None]:
+def run_autograde(
+    api, exercise: str, student: str, handoff=None
+) -> tuple[dict, BaseException | None]:
     """nbgrader's autograde of one submission, as NbGraderAPI.autograde runs it (force, create
-    the student), and the last exception it caught."""
+    the student), and the last exception it caught; `handoff` (preprocessors.Handoff) offers
+    the report graded already to this app's GradeWithChecks."""
     from nbgrader.utils import capture_log, temp_attrs
 
     caught = Caught()
     with temp_attrs(api.coursedir, assignment_id=exercise, student_id=student):
         app = _autograde_app()(coursedir=api.coursedir, parent=api)
-        app.force, app.create_student = True, True
+        app.force, app.create_student, app.handoff = True, True, handoff
         app.log.addHandler(caught)
         try:
             result = capture_log(app)
@@ -153,7 +167,7 @@ class Recorder:
             return Recorded({}, None, None, "", environment=text)
 
     def _record(self, exercise: str, student: str, path: str, graded: Graded | None) -> Recorded:
-        from autograder.nbgrader_plugins.preprocessors import HANDOFF
+        from autograder.nbgrader_plugins.preprocessors import Handoff
 
         graded = graded or grade_file(exercise, student, path)
         report, reason = graded.report, graded.reason
@@ -162,9 +176,9 @@ class Recorder:
             key, offered = graded.key, graded.report
 
             def autograde() -> tuple[dict, dict | None]:
-                with HANDOFF.offering(key, offered):
-                    result, failure = run_autograde(self.api, exercise, student)
-                    written = HANDOFF.written()
+                handoff = Handoff(key, offered)  # a fresh one per try: offered until taken
+                result, failure = run_autograde(self.api, exercise, student, handoff)
+                written = handoff.written
                 if isinstance(failure, KeyboardInterrupt):  # a stop nbgrader caught: not a result
                     raise failure
                 cause = environment_cause(failure)

@@ -68,16 +68,17 @@ def up_to_date(api, submissions: list, level: str) -> dict:
     """Submitted -> engine.Outcome for each submission an earlier batch graded (see above)."""
     from nbgrader.api import MissingEntry
 
+    from autograder.audit.digest import checks_digest
     from autograder.batch.table import Outcome
-    from autograder.core.versions import checks_digest, grader_version
+    from autograder.core.versions import grader_version
 
     latest = audit.read_warning(Path(api.coursedir.root), "autograde").latest()
-    same = {"checks_sha256": checks_digest(), "grader_version": grader_version()}
     candidates = []
     for item in submissions:
         record = latest.get((item.exercise, item.student))
         if record is None or record.get("isolation") != level:
             continue
+        same = {"checks_sha256": checks_digest(item.exercise), "grader_version": grader_version()}
         if any(record.get(key) != value for key, value in same.items()):
             continue
         if record["status"] == Status.GRADER_ERROR:  # the grader failed: always try again
@@ -114,8 +115,8 @@ def course_reports(api, course: Path, outcomes: dict) -> list[dict]:
     of one exercise or one student's regrade left the file with theirs alone). Each submission
     in `submitted/` of every exercise, in course order: as this run left it (`outcomes`; one
     it could not grade is left out), else as its autograded notebook records it."""
+    from autograder.core.registry import EXERCISES
     from autograder.course.submitted import account
-    from autograder.exercises import EXERCISES
 
     ran = {(item.exercise, item.student): outcome.report for item, outcome in outcomes.items()}
     found = account(course, list(EXERCISES), copy=False).found

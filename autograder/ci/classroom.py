@@ -19,10 +19,10 @@ from __future__ import annotations
 import base64
 import json
 
+from autograder.core.registry import short_name
 from autograder.core.results import GradeReport
 from autograder.core.status import Status
 from autograder.core.versions import CHECKS_VERSION, grader_version
-from autograder.exercises import short_name
 
 RUNNERS_VARIABLE = "ATTN_GRADE_RUNNERS"
 FORMAT_VERSION = 1

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from autograder.core.registry import resolve
 from autograder.core.student_tree import git_mode_refusal
-from autograder.exercises import resolve
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES
 
 STUDENT_REPO = Path(__file__).with_name("student_repo")

@@ -24,11 +24,11 @@ import zipfile
 from pathlib import Path
 
 from autograder.core.errors import UsageError
+from autograder.core.registry import resolve
 from autograder.core.results import GradeReport
 from autograder.core.status import Status, student_words
 from autograder.core.student_tree import walk
 from autograder.core.text import clean_text
-from autograder.exercises import resolve
 
 ROOT_VARIABLE = "ATTN_GRADE_AUTOGRADER_ROOT"
 CONFIG_NAME = "attn-grade.json"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from autograder.exercises import PROJECT_ROOT
+from autograder.core.registry import PROJECT_ROOT
 
 _TOP_LEVEL_SKIPPED = {".git", ".venv", "build", "dist", "demo-course", "attn_grade.egg-info"}
 

@@ -25,15 +25,15 @@ from autograder.cli.common import (
 )
 from autograder.cli.lms import add_lms_commands
 from autograder.core.errors import AttnGradeError, describe_failure, environment_cause
-from autograder.core.speedups import skip_slow_optional_imports
-from autograder.core.text import clean_text
-from autograder.exercises import (
+from autograder.core.registry import (
     DEFAULT_COURSE_DIR,
     EXERCISES,
     core_exercises,
     short_name,
     short_names,
 )
+from autograder.core.speedups import skip_slow_optional_imports
+from autograder.core.text import clean_text
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from autograder.cli.common import course_batch_options, exercise_list, isolation_option
 from autograder.core.errors import UsageError
-from autograder.exercises import EXERCISES
+from autograder.core.registry import EXERCISES
 
 
 def cmd_verify(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from autograder.cli.common import (
     EXIT_USAGE,
     isolation_option,
 )
-from autograder.exercises import DEFAULT_COURSE_DIR
+from autograder.core.registry import DEFAULT_COURSE_DIR
 
 
 def ci_outputs(args: argparse.Namespace, report) -> int:

@@ -19,7 +19,7 @@ def course_path(given: str) -> str:
     """--course as given; when that is the default, does not exist, and the current directory
     is a course (it has nbgrader_config.py), the current directory: a command run inside the
     course finds it (and `build` there rebuilds it instead of nesting a new course)."""
-    from autograder.exercises import DEFAULT_COURSE_DIR
+    from autograder.core.registry import DEFAULT_COURSE_DIR
 
     inside = Path("nbgrader_config.py").is_file()
     if given == str(DEFAULT_COURSE_DIR) and not Path(given).exists() and inside:
@@ -28,7 +28,7 @@ def course_path(given: str) -> str:
 
 
 def exercise_list(names: list[str]) -> list[str]:
-    from autograder.exercises import resolve
+    from autograder.core.registry import resolve
 
     return [resolve(name) for name in names]
 
@@ -45,7 +45,7 @@ def isolation_option(command: argparse.ArgumentParser) -> None:
 
 def course_batch_options(command: argparse.ArgumentParser) -> None:
     """EXERCISE..., --course and --workers: what every command over a course's batch takes."""
-    from autograder.exercises import DEFAULT_COURSE_DIR
+    from autograder.core.registry import DEFAULT_COURSE_DIR
 
     command.add_argument(
         "exercises", nargs="*", metavar="EXERCISE", help="exercise ids or ex1..ex8 (default: all)"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from autograder.cli.common import EXIT_UNFINISHED
 from autograder.core.errors import UsageError
+from autograder.core.registry import DEFAULT_COURSE_DIR
 from autograder.core.text import clean_text
-from autograder.exercises import DEFAULT_COURSE_DIR
 
 
 def cmd_feedback_zip(args: argparse.Namespace) -> int:
@@ -100,8 +100,8 @@ def _course_and_download(args: argparse.Namespace):
     download)."""
     from nbgrader.apps.zipcollectapp import ZipCollectApp
 
+    from autograder.core.registry import resolve
     from autograder.course.api import nbgrader_api
-    from autograder.exercises import resolve
 
     exercise = resolve(args.exercise)
     api = nbgrader_api(Path(args.course))

@@ -1,7 +1,7 @@
 """The one status type of a graded submission (and of a sandbox that died).
 
 Every result carries exactly one of these in `extra_data.status`; the list is fixed and
-documented in the README. A status is a `str` subclass, so it serialises as its value.
+documented in docs/security.md. A status is a `str` subclass, so it serialises as its value.
 """
 
 from __future__ import annotations

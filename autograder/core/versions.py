@@ -2,12 +2,11 @@
 
 `CHECKS_VERSION` changes whenever a check, a threshold or a point value changes; the package
 version (pyproject.toml) on every release of the grader. CHANGELOG.md says what changed in each.
-`checks_digest()` is a sha256 over the contents of every file that decides points: each
-exercise's folder (checks, catalogue, reference, template) and the shared code that grades
+Each record also carries its exercise's checks digest (`autograder/audit/digest.py`): a sha256
+over the contents of that exercise's own parts and of the shared code that grades, listed here
 (the check-author API, the pytest plugin and gating, the notebook reader, the cell format and
-the child's runtime with its probes). A change to any of them makes the next `autograde` grade
-again and `verify` report the difference; a file that only moves changes nothing (the digest
-is over contents, not paths).
+the child's runtime with its probes). A file that only moves changes nothing (the digest is
+over contents, not paths).
 """
 
 from __future__ import annotations
@@ -18,9 +17,8 @@ from pathlib import Path
 
 CHECKS_VERSION = "14"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # autograder/
-# Relative to the package: every file below these decides points.
-POINTS_DECIDED_BY = (
-    "exercises",
+# Relative to the package: every file below these decides the points of every exercise.
+SHARED_POINTS_CODE = (
     "authoring",
     "grading",
     "notebooks",
@@ -28,7 +26,7 @@ POINTS_DECIDED_BY = (
     "core/results.py",
     "core/status.py",
 )
-_SUFFIXES = (".py", ".j2")
+_SUFFIXES = (".py", ".j2", ".toml")
 
 
 @cache
@@ -41,23 +39,18 @@ def grader_version() -> str:
         return "0+unknown"
 
 
-def points_files(package_dir: Path) -> list[Path]:
-    """Every file that decides points, below `package_dir` (an `autograder/` directory)."""
-    found: list[Path] = []
-    for part in POINTS_DECIDED_BY:
-        path = package_dir / part
-        candidates = [path] if path.is_file() else sorted(path.rglob("*"))
-        found += [p for p in candidates if p.is_file() and p.suffix in _SUFFIXES]
-    return found
+def files_below(path: Path) -> list[Path]:
+    """`path` itself or the files below it that can decide points (code, templates, tables)."""
+    candidates = [path] if path.is_file() else sorted(path.rglob("*"))
+    return [p for p in candidates if p.is_file() and p.suffix in _SUFFIXES]
+
+
+def shared_points_files(package_dir: Path) -> list[Path]:
+    """The shared grading code below `package_dir` (an `autograder/` directory)."""
+    return [found for part in SHARED_POINTS_CODE for found in files_below(package_dir / part)]
 
 
 def digest_of(files: list[Path]) -> str:
     """sha256 over the sorted content digests of `files`: their names and places do not count."""
-    contents = sorted(hashlib.sha256(path.read_bytes()).hexdigest() for path in files)
+    contents = sorted(hashlib.sha256(path.read_bytes()).hexdigest() for path in set(files))
     return hashlib.sha256("\n".join(contents).encode()).hexdigest()
-
-
-@cache
-def checks_digest() -> str:
-    """The digest of this installation's checks and everything else that decides points."""
-    return digest_of(points_files(PACKAGE_DIR))

@@ -12,7 +12,7 @@ import jinja2
 import nbformat
 
 from autograder.core.errors import UsageError
-from autograder.exercises import core_exercises, resolve
+from autograder.core.registry import core_exercises, resolve
 from autograder.notebooks.notebook import to_notebook
 from autograder.notebooks.render import LANGUAGES, render_cells
 

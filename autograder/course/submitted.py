@@ -17,8 +17,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core.registry import EXERCISES
 from autograder.core.student_tree import walk
-from autograder.exercises import EXERCISES
 from autograder.nbgrader_plugins.intake import valid_student_id
 
 # Files nbgrader itself writes into a submission, and editor leftovers.

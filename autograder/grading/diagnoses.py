@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from autograder.core.errors import StudentError, Unavailable
-from autograder.exercises import reference_module
+from autograder.core.registry import reference_module
 from autograder.grading.fresh_calls import Call, FreshCalls, handles_in
 from autograder.grading.set_aside import CURRENT, SetAside
 from autograder.grading.submission import Submission

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core.errors import GradedOutcome
-from autograder.exercises import EXERCISES
+from autograder.core.registry import EXERCISES
 from autograder.grading.submission import ProgramCell
 from autograder.notebooks.render import cell_roles
 

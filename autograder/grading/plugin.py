@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from autograder.core.errors import CheckFailed
+from autograder.core.registry import EXERCISES, mistakes_module, short_name
 from autograder.core.results import CheckResult
-from autograder.exercises import EXERCISES, mistakes_module, short_name
 from autograder.grading.causes import explain_undefined
 from autograder.grading.diagnoses import Diagnoses
 from autograder.grading.set_aside import CURRENT, SetAside

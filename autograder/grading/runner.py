@@ -15,10 +15,10 @@ import pytest
 
 from autograder.core import student_text
 from autograder.core.errors import GraderError, UnknownExercise
+from autograder.core.registry import checks_module_path, resolve
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status
 from autograder.core.text import clean_report
-from autograder.exercises import checks_module_path, resolve
 from autograder.grading.notebook import (
     InvalidNotebook,
     LoadedNotebook,

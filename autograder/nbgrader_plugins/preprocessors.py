@@ -8,23 +8,21 @@ gets zero points and a message, and the rest of the batch goes on.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 from nbformat import NotebookNode, from_dict
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Unicode
+from traitlets import Bool, Instance, Unicode
 
+from autograder.core.registry import EXERCISES
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status, student_words
-from autograder.exercises import EXERCISES
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
 from autograder.nbgrader_plugins.page_text import language, message, words
@@ -38,37 +36,20 @@ REPORT_KEY = "attn_grade_report"
 
 
 class Handoff:
-    """Reports across nbgrader's API, in one process: a batch worker grades a notebook in the
+    """One submission's report across nbgrader's API: a batch worker grades the notebook in the
     sandbox first and offers the report, keyed by report_key() (used only if the sanitized
-    notebook has exactly the same program); GradeWithChecks hands back the report it wrote.
-    nbgrader constructs the preprocessor itself, so this is the one place they meet."""
+    notebook has exactly the same program); it gives the Handoff to the nbgrader app it builds
+    for that submission (batch/recorder.py), which gives it to its GradeWithChecks instances;
+    GradeWithChecks hands back the report it wrote. Nothing process-wide: a preprocessor of
+    another app, or of plain `nbgrader autograde` (no handoff), grades the notebook itself."""
 
-    def __init__(self) -> None:
-        self._offered: dict[str, dict] = {}
-        self._written: GradeReport | None = None
-
-    @contextlib.contextmanager
-    def offering(self, key: str, report: dict) -> Iterator[None]:
-        """`report` is available to GradeWithChecks for the duration of the block."""
-        self._offered, self._written = {key: report}, None
-        try:
-            yield
-        finally:
-            self._offered = {}
+    def __init__(self, key: str, report: dict) -> None:
+        self._offered: dict[str, dict] = {key: report}
+        self.written: GradeReport | None = None
 
     def take(self, key: str) -> dict | None:
+        """The offered report if `key` is its key (once); None otherwise."""
         return self._offered.pop(key, None)
-
-    def wrote(self, report: GradeReport) -> None:
-        self._written = report
-
-    def written(self) -> GradeReport | None:
-        """The report GradeWithChecks wrote last (and forget it)."""
-        report, self._written = self._written, None
-        return report
-
-
-HANDOFF = Handoff()
 
 
 def report_key(exercise: str, student: str, loaded) -> str:
@@ -172,6 +153,8 @@ class GradeWithChecks(NbGraderPreprocessor):
         help="sandbox isolation level: '' or 'auto' for the strongest the host offers (grading "
         "is refused when it cannot hide the hidden checks), or jail, uid, landlock, rlimits",
     ).tag(config=True)
+    # Given by the app that built this preprocessor (batch/recorder.py), never by config.
+    handoff = Instance(Handoff, allow_none=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         exercise = resources["nbgrader"]["assignment"]
@@ -202,12 +185,14 @@ class GradeWithChecks(NbGraderPreprocessor):
         self._write_displays(nb, report)
         self._write_summary(nb, report)
         nb.metadata[REPORT_KEY] = report.to_dict()
-        HANDOFF.wrote(report)
+        if self.handoff is not None:
+            self.handoff.written = report
         return nb, resources
 
     def _report(self, nb: NotebookNode, exercise: str, student: str) -> GradeReport:
         loaded = program_of(_plain(nb), exercise)
-        precomputed = HANDOFF.take(report_key(exercise, student, loaded))
+        key = report_key(exercise, student, loaded)
+        precomputed = self.handoff.take(key) if self.handoff is not None else None
         if precomputed is not None:
             return GradeReport.from_dict(precomputed)
         return grade_loaded(loaded, student=student, demos=True)

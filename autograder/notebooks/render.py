@@ -8,7 +8,7 @@ from functools import cache
 import jinja2
 
 from autograder.core.errors import GraderError, UsageError
-from autograder.exercises import EXERCISES_DIR, declaration, reference_source, resolve
+from autograder.core.registry import TEMPLATES_DIR, declaration, reference_source, resolve
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import CellSpec, parse_cells
 
@@ -18,7 +18,7 @@ LANGUAGES = ("en", "ko")
 @cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(EXERCISES_DIR),
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -34,7 +34,7 @@ def render_text(exercise: str, lang: str = "en", *, with_code: bool = True) -> s
     exercise = resolve(exercise)
     if lang not in LANGUAGES:
         raise UsageError(f"unknown language {lang!r}; choose from {', '.join(LANGUAGES)}")
-    template = _environment().get_template(f"{exercise}/template.ipynb.j2")
+    template = _environment().get_template(f"{exercise}.ipynb.j2")
     if with_code:
         module = reference_source(exercise)
         setup = lambda: solutions.setup_source(module)  # noqa: E731

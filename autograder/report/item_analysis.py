@@ -6,9 +6,9 @@ import csv
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from autograder.core.registry import short_name
 from autograder.core.results import GradeReport
 from autograder.core.status import Status
-from autograder.exercises import short_name
 
 FIELDS = ("exercise", "check", "grade_id", "points", "passed", "graded", "pass_rate", "mistakes")
 

@@ -1,7 +1,7 @@
 """Which isolation level the sandbox runs at: detected once per process, chosen explicitly, or
 refused.
 
-Levels, strongest first (README "How grading works"):
+Levels, strongest first (docs/security.md):
 - `jail`: bubblewrap. The child sees a minimal filesystem (Python, the importable packages, a
   private work dir and /tmp on tmpfs), fresh namespaces, an unprivileged uid, Landlock.
 - `uid`: root without namespaces (a Docker-style container): an unprivileged uid, Landlock.
@@ -104,19 +104,21 @@ class Isolation:
 
 
 HIDDEN_PACKAGES = ("autograder",)  # the exercises' checks, catalogues and references
+LINKED_HIDDEN = "_reference"  # in a checkout, a link to the top level reference/
 
 
 def hidden_paths() -> list[Path]:
     """What the child must never read: the grader package (checks, mistake catalogues) and the
     reference solutions, wherever they are installed (checkout, wheel, sdist) and every other
-    importable copy of them (a wheel installed beside a checkout, a copy on a .pth path)."""
+    importable copy (a wheel beside a checkout, a .pth path); a checkout's `reference/` too."""
     found = {PACKAGE_DIR}
     for entry in _import_roots():
         for name in HIDDEN_PACKAGES:
             candidate = Path(entry) / name
             if (candidate / "__init__.py").is_file():
                 found.add(candidate.resolve())
-    return sorted(found)
+    linked = {(package / LINKED_HIDDEN).resolve() for package in found}
+    return sorted(found | {p for p in linked if p.is_dir() and not found & set(p.parents)})
 
 
 def _import_roots() -> list[str]:

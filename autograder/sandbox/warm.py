@@ -7,7 +7,7 @@ first sandbox that needs it, kept while the process lives and replaced when it d
 the grader (root: `Isolation.warm`), in the jail exactly as a cold supervisor is started there.
 It never runs student code and is sent nothing but file descriptors: each sandbox's
 configuration goes from here to that sandbox's supervisor, on its own stdin, as for a cold one.
-README "Warm starts" has the security argument.
+docs/security.md "Warm starts" has the security argument.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises import short_name
+from autograder.core.registry import short_name
 from autograder.grading.runner import grade_notebook
 from tests.conftest import write_notebook
 from tests.support.blind import blind_notebook, blind_solutions
@@ -28,7 +28,7 @@ def test_a_blind_correct_solution_earns_every_point(student, exercise, tmp_path,
 
 
 def test_every_exercise_has_three_blind_solutions():
-    from autograder.exercises import EXERCISES
+    from autograder.core.registry import EXERCISES
 
     counts = {e: sum(1 for _, x in blind_solutions() if x == e) for e in EXERCISES}
     assert min(counts.values()) >= 3, counts

@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
 
+from autograder.core.registry import reference_module
 from autograder.core.results import AUTO_POINTS, MANUAL_POINTS
-from autograder.exercises import reference_module
 from autograder.notebooks import solutions
 from autograder.notebooks.cells import TemplateError, parse_cells
 from autograder.notebooks.render import render_cells
@@ -91,8 +91,8 @@ def test_template_format_errors_are_reported():
 def test_committed_source_notebooks_are_current(exercise):
     """assignments/source holds the built English notebooks; rebuild after changing a template
     or a reference (`attn-grade build`)."""
+    from autograder.core.registry import PROJECT_ROOT
     from autograder.course.build import source_notebook_path
-    from autograder.exercises import PROJECT_ROOT
 
     committed = source_notebook_path(PROJECT_ROOT / "assignments", exercise)
     assert committed.exists(), "run `attn-grade build` and commit assignments/source"

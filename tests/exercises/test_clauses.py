@@ -25,7 +25,7 @@ import tomllib
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import EXERCISES, checks_module_path, reference_module
+from autograder.core.registry import EXERCISES, checks_module_path, reference_module
 from autograder.notebooks.solutions import public_names
 from tests.conftest import exercise_params
 from tests.exercises.test_input_classes import check_names

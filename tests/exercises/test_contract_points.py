@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises import mistakes_module
+from autograder.core.registry import mistakes_module
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 

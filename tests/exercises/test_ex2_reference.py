@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from autograder.exercises.ex2_attention_heatmap import reference as ref
+from autograder._reference import ex2_attention_heatmap as ref
 from autograder.sandbox.inside.probes import figure_summary
 
 pytestmark = pytest.mark.ex2

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.exercises.ex3_transformer_classifier.reference import (
+from autograder._reference.ex3_transformer_classifier import (
     LSTMClassifier,
     PositionalEncoding,
     TransformerClassifier,

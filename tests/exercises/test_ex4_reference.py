@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.exercises.ex4_gqa_analysis.reference import (
+from autograder._reference.ex4_gqa_analysis import (
     GroupedQueryAttention,
     gqa_report,
     kv_cache_bytes,

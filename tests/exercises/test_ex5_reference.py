@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.exercises.ex5_causal_mask.reference import (
+from autograder._reference.ex5_causal_mask import (
     CausalTransformer,
     causal_mask,
     discretize_sine,

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.exercises.ex6_rope import reference as ref
+from autograder._reference import ex6_rope as ref
 
 pytestmark = pytest.mark.ex6
 

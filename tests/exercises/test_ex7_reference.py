@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.exercises.ex7_kv_cache import reference as ref
+from autograder._reference import ex7_kv_cache as ref
 
 pytestmark = pytest.mark.ex7
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.exercises.ex8_additive_attention import reference as ref
+from autograder._reference import ex8_additive_attention as ref
 
 pytestmark = pytest.mark.ex8
 

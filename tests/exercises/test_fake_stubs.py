@@ -14,7 +14,7 @@ import inspect
 
 import pytest
 
-from autograder.exercises import (
+from autograder.core.registry import (
     EXERCISES,
     checks_module_path,
     declaration,

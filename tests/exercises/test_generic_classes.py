@@ -16,7 +16,7 @@ import contextlib
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import short_name
+from autograder.core.registry import short_name
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 

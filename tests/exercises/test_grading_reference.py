@@ -7,8 +7,8 @@ import inspect
 import pytest
 from torch import nn
 
+from autograder.core.registry import reference_module
 from autograder.core.results import AUTO_POINTS
-from autograder.exercises import reference_module
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.render import render_cells
 from autograder.notebooks.solutions import public_names

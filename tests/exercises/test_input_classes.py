@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from autograder.exercises import EXERCISES, checks_module_path, declaration
+from autograder.core.registry import EXERCISES, checks_module_path, declaration
 
 MIN_CLASSES = 2
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import EXERCISES, short_name
+from autograder.core.registry import EXERCISES, short_name
 from autograder.grading.plugin import derive_seed
 from autograder.grading.runner import grade_notebook
 from autograder.i18n.catalogues import message, words

@@ -1,6 +1,6 @@
 """Mutation testing of the checks (issue 20): the mutator is deterministic and makes real
 changes, and a sample of its mutants, graded as submissions, loses points (the whole run is
-benchmarks/mutation.py, with its table in the README)."""
+benchmarks/mutation.py, with its table in docs/numbers.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import ast
 import pytest
 
 from autograder.authoring.mutants import equivalent_mutants, equivalent_to, mutants_of
-from autograder.exercises import EXERCISES, reference_module
+from autograder.core.registry import EXERCISES, reference_module
 from autograder.grading.runner import grade_notebook
 from autograder.notebooks.solutions import public_names
 from tests.conftest import source_notebook, write_notebook

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import pytest
 
-from autograder.exercises import EXERCISES
+from autograder.core.registry import EXERCISES
 from autograder.notebooks.render import render_cells
 from tests.conftest import exercise_params
 

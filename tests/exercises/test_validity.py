@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from autograder.authoring.expect import close, distinguish, within
+from autograder.core.registry import reference_module
 from autograder.core.status import Status
-from autograder.exercises import reference_module
 from autograder.grading.runner import (
     UnknownExercise,
     choose_exercise,

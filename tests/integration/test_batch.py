@@ -297,3 +297,24 @@ def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path
     err = capsys.readouterr().err
     assert "2/2" in err and "alice/ex1_numpy_attention: not graded, the grader failed: " in err
     assert "worker failed (RuntimeError: boom)" in err
+
+
+def test_the_batch_s_report_reaches_nbgrader_through_the_app_it_builds(
+    course, tmp_path, monkeypatch
+):
+    """The worker grades once, in the sandbox, and hands the report to the nbgrader app it
+    builds (issue 42: no process-global channel): GradeWithChecks takes it and grades nothing
+    again; the report written is the one offered."""
+    from autograder.batch.recorder import Recorder
+    from autograder.core.status import Status
+    from autograder.nbgrader_plugins import preprocessors
+
+    def again(*args, **kwargs):
+        raise AssertionError("GradeWithChecks graded the notebook again")
+
+    monkeypatch.setattr(preprocessors, "grade_loaded", again)
+    path = course / "submitted" / "bob" / EXERCISE / f"{EXERCISE}.ipynb"
+    recorded = Recorder(course, None, tmp_path).record(EXERCISE, "bob", str(path))
+    assert recorded.reason is None and recorded.report is not None
+    assert recorded.report["status"] == Status.OK, recorded.report.get("messages")
+    assert any(c["passed"] for c in recorded.report["checks"])

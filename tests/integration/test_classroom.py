@@ -15,8 +15,8 @@ import pytest
 
 from autograder.ci.classroom import reporter_totals
 from autograder.ci.student_repo.visible_checks import check_outcomes, reporter_results
+from autograder.core.registry import checks_module_path
 from autograder.course.build import build_course
-from autograder.exercises import checks_module_path
 from tests.conftest import source_notebook, write_notebook
 from tests.support.nbgrader_helpers import attn_grade, nbgrader, submission_text
 

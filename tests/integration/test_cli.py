@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from autograder.exercises import PROJECT_ROOT
+from autograder.core.registry import PROJECT_ROOT
 from autograder.grading.notebook import MAX_NOTEBOOK_BYTES
 from autograder.sandbox import isolation
 from tests.conftest import source_notebook, write_notebook

@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import EXERCISES, declaration
+from autograder.core.registry import EXERCISES, declaration
 from tests.support.nbgrader_helpers import attn_grade
 
 pytestmark = [pytest.mark.slow, pytest.mark.ex1]

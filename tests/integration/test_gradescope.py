@@ -68,7 +68,8 @@ def run_autograder(root: Path, submission: Path | None) -> dict:
 def test_setup_locks_the_hidden_parts_to_root(root):
     site = Path(sysconfig.get_paths(vars={"base": str(root / "venv")})["purelib"])
     exercises = site / "autograder" / "exercises"
-    for path in (exercises, exercises / "ex1_numpy_attention" / "reference.py", root / "source"):
+    reference = site / "autograder" / "_reference"
+    for path in (exercises, reference, reference / "ex1_numpy_attention.py", root / "source"):
         mode = path.stat().st_mode
         assert not mode & (stat.S_IRWXG | stat.S_IRWXO), f"{path} is readable by others"
 

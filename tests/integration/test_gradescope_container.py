@@ -59,7 +59,7 @@ try:
 except OSError:
     pass
 paths = [os.path.join("/autograder", n) for n in sorted(set(names)) if n != "venv"]
-paths += ["{SITE}/autograder/exercises/ex1_numpy_attention/reference.py",
+paths += ["{SITE}/autograder/_reference/ex1_numpy_attention.py",
           "/autograder/source/attn-grade.json"]
 readable = []
 for path in paths:

@@ -1,5 +1,6 @@
 """A Korean term through Canvas and Moodle, as its instructor lives it (issue 21, and "A Korean
-course through Canvas and Moodle": F1-F7), with the real commands of the README, in one test.
+course through Canvas and Moodle": F1-F7), with the real commands of docs/instructors.md, in one
+test.
 
 An LMS-only course (the exchange named, never made by hand), the exercise in Korean, a late
 penalty of "zero", a Canvas download (a Hangul login, an empty login, `_LATE_` files, an

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import EXERCISES, checks_module_path, declaration, reference_module
+from autograder.core.registry import EXERCISES, checks_module_path, declaration, reference_module
 from tests.conftest import exercise_params
 from tests.support.nbgrader_helpers import (
     attn_grade,

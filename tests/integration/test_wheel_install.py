@@ -1,7 +1,7 @@
 """A wheel install (no checkout) runs every command from any directory (issue 10, item 1).
 
 The session's wheel venv grades ex1 and ex4 here (reference 8/8, blank 0); all five are
-measured by benchmarks/wheel_install.py (README, Numbers), which takes 2 minutes.
+measured by benchmarks/wheel_install.py (docs/numbers.md), which takes 2 minutes.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.registry import EXERCISES, PACKAGE_DIR, parts_of
 from autograder.core.versions import CHECKS_VERSION
-from autograder.exercises import PACKAGE_DIR
 
 pytestmark = pytest.mark.slow
 GRADED = ("ex1_numpy_attention", "ex4_gqa_analysis")
@@ -36,7 +36,7 @@ def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path)
         [
             str(python),
             "-c",
-            "import autograder, autograder.exercises.ex1_numpy_attention.reference\n"
+            "import autograder, autograder._reference.ex1_numpy_attention\n"
             "print(autograder.__file__)",
         ],
         cwd=tmp_path,
@@ -52,6 +52,12 @@ def test_the_wheel_carries_its_data_and_no_checkout_is_used(wheel_bin, tmp_path)
         if path.is_file() and path.suffix not in (".py", ".pyc")
     ]
     assert data and [path for path in data if not (installed / path).is_file()] == []
+    # the top level reference/ and student_templates/ travel under the package, never beside it
+    parts = [path.relative_to(PACKAGE_DIR) for exercise in EXERCISES for path in parts_of(exercise)]
+    assert [path for path in parts if not (installed / path).is_file()] == []
+    assert {p.name for p in installed.parent.iterdir()}.isdisjoint(
+        {"reference", "student_templates"}
+    )
     done = run(wheel_bin, tmp_path, "--version")
     assert done.returncode == 0 and done.stdout.strip().endswith(f"(checks {CHECKS_VERSION})")
 

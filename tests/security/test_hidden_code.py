@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from autograder.exercises import EXERCISES, short_name
+from autograder.core.registry import EXERCISES, short_name
 from autograder.sandbox.isolation import WARM_VARIABLE
 from autograder.sandbox.plumbing import RUNTIME_FILES
 from tests.conftest import write_notebook

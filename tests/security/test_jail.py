@@ -79,7 +79,7 @@ def test_the_jail_shows_no_host_filesystem(hostile, tmp_path):
         assert refused(hostile, "list", hidden)
         assert refused(hostile, "read", hidden / "__init__.py")
     assert refused(hostile, "import", "autograder")
-    assert refused(hostile, "import", "autograder.exercises.ex1_numpy_attention.reference")
+    assert refused(hostile, "import", "autograder._reference.ex1_numpy_attention")
     assert hostile.call("attempt", "import", "torch") == "imported"
     assert hostile.call("attempt", "import", "matplotlib.pyplot") == "imported"
 

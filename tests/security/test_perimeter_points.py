@@ -481,7 +481,7 @@ def pointer_accuracy(module, annotations, states, targets) -> float:
 
 @pytest.mark.ex8
 def test_a_cheap_fault_and_an_oracle_module_earn_no_training_points(tmp_path):
-    from autograder.exercises.ex8_additive_attention import reference
+    from autograder._reference import ex8_additive_attention as reference
 
     additive = inspect.getsource(reference.AdditiveAttention).replace(
         "self.v = nn.Linear(attn_dim, 1, bias=False)",
@@ -505,7 +505,7 @@ def test_a_weak_trainer_is_not_excused_by_a_cheap_module_fault(tmp_path):
     AdditiveAttention; a buffer that fails only AdditiveAttention's parameter check must not
     excuse the additive half (only a fault of the module's values can explain a failure to
     learn)."""
-    from autograder.exercises.ex8_additive_attention import reference
+    from autograder._reference import ex8_additive_attention as reference
 
     additive = inspect.getsource(reference.AdditiveAttention).replace(
         "self.v = nn.Linear(attn_dim, 1, bias=False)",

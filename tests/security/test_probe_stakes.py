@@ -1,9 +1,9 @@
 """The checks that use a probe's answer (evidence the child reports about its own objects), per
 exercise. A notebook that takes over the child's request pipe can answer probes as it likes (an
-independent attacker did, README "What probes cannot prove"), so these are the points such a
-notebook could forge; a value a check pays for is always compared in the grader. Each exercise's
-list is kept by hand in its registry entry (`probe_checks`): a new check that uses a probe must
-be added there on purpose."""
+independent attacker did, docs/security.md "What probes cannot prove"), so these are the points
+such a notebook could forge; a value a check pays for is always compared in the grader. Each
+exercise's list is kept by hand in its registry entry (`probe_checks`): a new check that uses a
+probe must be added there on purpose."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import inspect
 
 import pytest
 
-from autograder.exercises import EXERCISES, declaration
+from autograder.core.registry import EXERCISES, declaration
 
 PROBE_HELPERS = {"call_evaluating", "trained_in_batches", "_summary", "module_summary_of"}
 

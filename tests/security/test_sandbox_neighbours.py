@@ -146,18 +146,20 @@ def test_two_gradings_in_threads_of_one_process_equal_serial_ones(tmp_path):
     taken one at a time, and each equals the same grading done alone."""
     import nbformat
 
+    from autograder.audit.digest import checks_digest
     from autograder.batch.dask_cluster import grade_on_worker
-    from autograder.core.versions import checks_digest
     from tests.conftest import source_notebook
 
     exercise = "ex4_gqa_analysis"
     notebook = nbformat.writes(source_notebook(exercise)).encode()
     level = isolation.choose().level
-    serial = grade_on_worker(exercise, "solo", notebook, level, checks_digest())
+    serial = grade_on_worker(exercise, "solo", notebook, level, checks_digest(exercise))
     results: dict[str, bytes] = {}
 
     def grade(student: str) -> None:
-        results[student] = grade_on_worker(exercise, student, notebook, level, checks_digest())
+        results[student] = grade_on_worker(
+            exercise, student, notebook, level, checks_digest(exercise)
+        )
 
     threads = [threading.Thread(target=grade, args=(name,)) for name in ("one", "two")]
     for thread in threads:

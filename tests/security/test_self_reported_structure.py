@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import reference_module
+from autograder.core.registry import reference_module
 from autograder.grading.runner import grade_notebook
 from tests.conftest import source_notebook, write_notebook
 

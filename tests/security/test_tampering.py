@@ -224,7 +224,7 @@ def test_killing_the_supervisor_gains_nothing(mode, tmp_path, grader_for):
     not isolation.detect().landlock_abi, reason="this kernel has no Landlock: files are readable"
 )
 def test_reference_and_checks_are_unreadable_from_the_notebook(tmp_path):
-    import autograder.exercises.ex1_numpy_attention.reference as ref
+    import autograder._reference.ex1_numpy_attention as ref
 
     steal = f"exec(open({ref.__file__!r}).read())"
     release_like = source_notebook(EXERCISE, replace={"make_qkv": "def make_qkv():\n    pass"})

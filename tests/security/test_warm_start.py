@@ -45,7 +45,7 @@ LEVELS: dict[str, tuple[str, dict[str, str], list[str]]] = {
 WORLD_READABLE_PROC = {"proc_cmdline", "proc_status", "proc_stat"}
 # Directories every child at a level shares with the host, warm or cold: without Landlock and
 # without a mount namespace of its own (no CAP_SYS_ADMIN), the host's world-writable /tmp and
-# /dev/shm (the level relies on file permissions: README "Isolation levels").
+# /dev/shm (the level relies on file permissions: docs/security.md "Isolation levels").
 SHARED_WITH_THE_HOST = {"docker-without-landlock": {"/tmp", "/dev/shm"}}
 
 

@@ -72,9 +72,7 @@ def test_a_wheel_install_hides_the_reference_and_checks(entry, level, wheel_site
     host = Host(Path(tempfile.mkdtemp(prefix="attn-adv-host-")))
     host.overrides.update(
         {
-            "@REFERENCE@": str(
-                packages / "autograder" / "exercises" / "ex1_numpy_attention" / "reference.py"
-            ),
+            "@REFERENCE@": str(packages / "autograder" / "_reference" / "ex1_numpy_attention.py"),
             "@CHECKS@": str(packages / "autograder" / "checks" / "ex1_numpy_attention.py"),
             "@SITE@": str(packages),
         }

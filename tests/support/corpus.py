@@ -106,7 +106,8 @@ _READ = _exfiltrate(
 )
 
 _STEAL_EXEC = """import sys, importlib, glob
-for path in ["@REFERENCE@"] + glob.glob("@SITE@/autograder/exercises/*/reference.py"):
+stolen = glob.glob("@SITE@/autograder/_reference/*.py") + glob.glob("@PROJECT@/reference/*.py")
+for path in ["@REFERENCE@"] + stolen:
     try:
         exec(open(path).read(), globals())
     except Exception as error:
@@ -117,7 +118,7 @@ _STEAL_IMPORT = """import sys
 for root in ("@PROJECT@", "@SITE@"):
     sys.path.insert(0, root)
 try:
-    from autograder.exercises.ex1_numpy_attention.reference import max_abs_diff_vs_torch
+    from autograder._reference.ex1_numpy_attention import max_abs_diff_vs_torch
 except Exception as error:
     print(repr(error))
 try:
@@ -340,7 +341,7 @@ ENTRIES: tuple[Entry, ...] = (
         EX1,
         (_PROC_SNOOP,),
         # At uid, Landlock's view of /proc holds no other process's directory (issue 17); on a
-        # kernel without Landlock a host command line stays readable there (README).
+        # kernel without Landlock a host command line stays readable there (docs/security.md).
         what="cmdlines, environments, cwd and root of every process the child can see",
     ),
     Entry(

@@ -1,5 +1,5 @@
-"""nbgrader's formgrader as an instructor runs it (README: `jupyter server` in the course, then the
-Formgrader tab), on a copy of a built course, and the MathJax its pages load.
+"""nbgrader's formgrader as an instructor runs it (docs/instructors.md: `jupyter server` in the
+course, then the Formgrader tab), on a copy of a built course, and the MathJax its pages load.
 
 Formgrader's grading page loads MathJax 2.7 from a CDN (nbconvert's `mathjax()` macro with its
 default URL, `latest.js?config=TeX-AMS_CHTML-full,Safe`). This machine reaches no CDN, so the
@@ -90,8 +90,9 @@ class Formgrader:
 
 
 def start_formgrader(course: Path, where: Path) -> Formgrader:
-    """`jupyter server` serving a copy of `course` (copied to `where/course`), as its README
-    says, with Jupyter's runtime, config and data directories of its own under `where`."""
+    """`jupyter server` serving a copy of `course` (copied to `where/course`), as
+    docs/instructors.md says, with Jupyter's runtime, config and data directories of its own
+    under `where`."""
     root = where / "course"
     shutil.copytree(course, root, symlinks=True)
     env = {

@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import autograder.exercises.ex1_numpy_attention.reference as reference_ex1
-from autograder.exercises import checks_module_path
+import autograder._reference.ex1_numpy_attention as reference_ex1
+from autograder.core.registry import checks_module_path
 
 ROOT = Path(__file__).resolve().parents[2]
 DEBIAN_PYTHON = Path("/usr/bin/python3.11")

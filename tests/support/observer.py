@@ -20,7 +20,7 @@ import itertools
 import re
 from pathlib import Path
 
-from autograder.exercises import exercise_dir
+from autograder.core.registry import exercise_dir, reference_path
 from tests.conftest import source_notebook, with_student_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,7 +186,7 @@ def swapped_names(exercise: str) -> list[str]:
 
 def raising(exercise: str, name: str) -> str:
     """A cell defining `name` (a function or class of the reference) that raises when used."""
-    reference = importlib.import_module(f"autograder.exercises.{exercise}.reference")
+    reference = importlib.import_module(f"autograder._reference.{exercise}")
     if inspect.isclass(getattr(reference, name)):
         return (
             f"class {name}(nn.Module if '{name}' != 'KVCache' else object):\n"
@@ -233,7 +233,7 @@ def hidden_pairs(exercise: str, notebook) -> set[tuple[str, str]]:
     the exercise's hidden files (reference, checks, mistakes) and the parent's grading
     packages, less those of the notebook (release text, the reference bodies it keeps) and of
     the runtime."""
-    files = sorted(exercise_dir(exercise).glob("*.py"))
+    files = [reference_path(exercise), *sorted(exercise_dir(exercise).glob("*.py"))]
     for package in GRADER_CODE:
         files += sorted((ROOT / package).glob("*.py"))
     hidden: set[tuple[str, str]] = set()

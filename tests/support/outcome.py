@@ -9,7 +9,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from autograder.exercises import checks_module_path
+from autograder.core.registry import checks_module_path
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 from tests.support import raw
 from tests.support.corpus import Entry

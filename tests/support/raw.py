@@ -6,7 +6,7 @@ import json
 
 import nbformat
 
-from autograder.exercises import EXERCISES
+from autograder.core.registry import EXERCISES
 from tests.conftest import source_notebook
 
 

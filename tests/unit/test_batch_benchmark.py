@@ -13,8 +13,8 @@ from types import ModuleType
 
 import pytest
 
+from autograder.core.registry import EXERCISES, PROJECT_ROOT
 from autograder.demo import students_of
-from autograder.exercises import EXERCISES, PROJECT_ROOT
 
 
 @pytest.fixture

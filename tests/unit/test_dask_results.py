@@ -11,8 +11,8 @@ import pytest
 from autograder.batch import dask_results
 from autograder.batch.dask_results import InvalidResult, TaskFailed, decode, encode
 from autograder.batch.messages import Graded
+from autograder.core.registry import EXERCISES
 from autograder.core.results import AUTO_POINTS, CheckResult, GradeReport
-from autograder.exercises import EXERCISES
 from tests.conftest import source_notebook, write_notebook
 
 EXERCISE = "ex1_numpy_attention"
@@ -58,7 +58,7 @@ def test_an_honest_answer_is_used(key):
 
 def test_the_schema_does_not_judge_a_passed_check(key):
     """The limit: a worker that reports real checks as passed is not caught by the schema;
-    only authentication keeps such workers out (README)."""
+    only authentication keeps such workers out (docs/instructors.md)."""
     lying = honest_report(passed=True)
     assert decode(answer(key, lying), EXERCISE, key, LEVEL).report == lying
 

@@ -3,8 +3,8 @@ asked for (issue 19, item 5)."""
 
 from __future__ import annotations
 
+from autograder.core.registry import EXERCISES, core_exercises, declaration
 from autograder.course.build import build_course
-from autograder.exercises import EXERCISES, core_exercises, declaration
 
 
 def test_the_core_five_are_the_lessons_and_the_others_are_companions():

@@ -6,7 +6,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from autograder.exercises import EXERCISES_DIR, PACKAGE_DIR
+from autograder.core.registry import (
+    EXERCISES,
+    EXERCISES_DIR,
+    PACKAGE_DIR,
+    PROJECT_ROOT,
+    REFERENCE_DIR,
+    TEMPLATES_DIR,
+)
 
 ENGINE_MODULE_LINES = 420  # "about 400": the exercises' checks and catalogues are content
 
@@ -86,6 +93,32 @@ def test_no_import_cycle_between_modules_or_packages():
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+# The design card's top level (issue 42), and what may stand beside it.
+CARD = {"pyproject.toml", "assignments", "autograder", "reference", "student_templates", "tests"}
+BESIDE = {"benchmarks", "docs", "README.md", "CHANGELOG.md", "CONTRIBUTING.md", "mkdocs.yml"}
+# what a working copy gathers that git ignores (venv, builds, caches)
+UNTRACKED = {"build", "dist", "demo-course", "site", "test-artifacts", "venv"}
+
+
+def test_the_top_level_is_the_design_cards():
+    names = {path.name for path in PROJECT_ROOT.iterdir()}
+    extra = {
+        name
+        for name in names - CARD - BESIDE - UNTRACKED
+        if not name.startswith(".") and not name.endswith(".egg-info")
+    }
+    assert CARD <= names and extra == set(), f"not on the design card: {sorted(extra)}"
+
+
+def test_students_material_and_references_stand_at_the_top_level():
+    """In a checkout the package's `_reference` and `_student_templates` are links to the top
+    level folders (a wheel carries the files there); one file per exercise in each."""
+    assert REFERENCE_DIR.resolve() == PROJECT_ROOT / "reference"
+    assert TEMPLATES_DIR.resolve() == PROJECT_ROOT / "student_templates"
+    ids = {path.name.removesuffix(".ipynb.j2") for path in TEMPLATES_DIR.glob("*.ipynb.j2")}
+    assert {path.stem for path in REFERENCE_DIR.glob("ex*.py")} == ids == set(EXERCISES)
 
 
 def test_the_top_level_is_packages_and_at_most_three_modules():

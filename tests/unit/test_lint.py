@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from autograder.exercises import PROJECT_ROOT
+from autograder.core.registry import PROJECT_ROOT
 
 
 @pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]])

@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
-from autograder.exercises import (
+from autograder.core.registry import (
     EXERCISES,
     EXERCISES_DIR,
     PACKAGE_DIR,
-    PARTS,
     PROJECT_ROOT,
     Exercise,
+    IncompleteExercise,
     declaration,
+    discover,
+    parts_of,
     reference_module,
     short_name,
 )
@@ -33,9 +35,45 @@ ID_OR_SHORT = re.compile(r"ex\d+(_[a-z0-9_]+)?")
 def test_every_folder_with_a_declaration_is_a_complete_exercise():
     assert EXERCISES, "no exercise discovered"
     for exercise in EXERCISES:
-        missing = [part for part in PARTS if not (EXERCISES_DIR / exercise / part).is_file()]
+        missing = [path for path in parts_of(exercise) if not path.is_file()]
         assert missing == [], f"{exercise} lacks {missing}"
         assert isinstance(declaration(exercise), Exercise)
+
+
+def _tree(root: Path, exercise: str = "ex9_tiny") -> Path:
+    """A package directory (like autograder/) holding one complete exercise of three parts."""
+    folder = root / "exercises" / exercise
+    folder.mkdir(parents=True)
+    for part in ("__init__.py", "checks.py", "mistakes.py"):
+        (folder / part).write_text("")
+    (root / "_reference").mkdir()
+    (root / "_reference" / f"{exercise}.py").write_text("def f(x):\n    return x\n")
+    (root / "_student_templates").mkdir()
+    (root / "_student_templates" / f"{exercise}.ipynb.j2").write_text("")
+    return root
+
+
+def test_an_exercise_is_discovered_from_its_three_parts(tmp_path):
+    package = _tree(tmp_path)
+    (package / "exercises" / "ex10_draft").mkdir()  # no declaration: a draft, needs no parts
+    assert discover(package) == ("ex9_tiny",)
+    assert discover(PACKAGE_DIR) == EXERCISES
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        "_student_templates/ex9_tiny.ipynb.j2",
+        "_reference/ex9_tiny.py",
+        "exercises/ex9_tiny/checks.py",
+        "exercises/ex9_tiny/mistakes.py",
+    ],
+)
+def test_an_exercise_missing_a_part_is_refused(tmp_path, part):
+    package = _tree(tmp_path)
+    (package / part).unlink()
+    with pytest.raises(IncompleteExercise, match=part.split("/")[-1].replace(".", r"\.")):
+        discover(package)
 
 
 @pytest.mark.parametrize("exercise", exercise_params())
@@ -86,7 +124,7 @@ def test_no_per_exercise_table_outside_the_exercise_folders():
         for node in ast.walk(ast.parse(path.read_text()))
         if _literal_ids(node) >= 2
     ]
-    assert tables == [], "lists of exercises belong to the registry (autograder/exercises)"
+    assert tables == [], "lists of exercises belong to the registry (autograder/core/registry.py)"
 
 
 def test_pytest_markers_come_from_the_registry():

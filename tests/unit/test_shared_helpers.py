@@ -8,11 +8,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
+from autograder._reference import ex4_gqa_analysis as ref4
 from autograder.authoring import figures
 from autograder.authoring.catalogue import Raised, catalogue_for
 from autograder.authoring.expect import CheckFailed, expect_raises
 from autograder.authoring.modules import module_output, module_outputs, without_raised
-from autograder.exercises.ex4_gqa_analysis import reference as ref4
 from autograder.grading.submission import StudentError
 from autograder.sandbox.inside.probes import figure_summary
 
@@ -179,9 +179,9 @@ def test_a_mistake_giving_the_references_answer_is_no_candidate():
     view without a transpose)."""
     import torch
 
+    from autograder._reference import ex7_kv_cache as reference
     from autograder.authoring.catalogue import catalogue_for
     from autograder.authoring.modules import module_outputs
-    from autograder.exercises.ex7_kv_cache import reference
 
     sizes = (12, 6, 2)
     state = reference.CachedSelfAttention(*sizes).state_dict()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.core.errors import GraderError
-from autograder.exercises import EXERCISES, declaration
+from autograder.core.registry import EXERCISES, declaration
 from autograder.notebooks import render
 from autograder.notebooks.render import LANGUAGES, render_cells, with_small_demo
 

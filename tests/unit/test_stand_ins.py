@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 
+from autograder._reference import ex5_causal_mask as ex5
+from autograder._reference import ex6_rope as ex6
+from autograder._reference import ex7_kv_cache as ex7
 from autograder.core.errors import StudentError
-from autograder.exercises import EXERCISES, declaration
-from autograder.exercises.ex5_causal_mask import reference as ex5
-from autograder.exercises.ex6_rope import reference as ex6
-from autograder.exercises.ex7_kv_cache import reference as ex7
+from autograder.core.registry import EXERCISES, declaration
 from autograder.grading import stand_ins
 from autograder.grading.stand_ins import kind_of
 from autograder.grading.submission import ProgramCell, Submission

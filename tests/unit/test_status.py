@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ast
 
+from autograder.core.registry import EXERCISES_DIR, PACKAGE_DIR
 from autograder.core.status import Status, student_words, worse
-from autograder.exercises import EXERCISES_DIR, PACKAGE_DIR
 
 VALUES = {status.value for status in Status}
 HOME = PACKAGE_DIR / "core" / "status.py"

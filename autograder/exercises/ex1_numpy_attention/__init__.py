@@ -1,6 +1,6 @@
 """ex1_numpy_attention: Scaled dot-product attention in NumPy, checked against PyTorch."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Scaled dot-product attention in NumPy, checked against PyTorch",

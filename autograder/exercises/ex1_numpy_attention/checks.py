@@ -7,24 +7,25 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex1_numpy_attention as ref
+from autograder.authoring import (
+    StudentError,
     as_array,
     call_checked,
+    check,
+    distinct_sizes,
     distinguish,
     ensure,
     expect_close,
     expect_shape,
     expect_tuple,
     fail,
+    functions_using,
     is_real,
     matching_mistake,
+    random_bool_mask,
     within,
 )
-from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.exercises.ex1_numpy_attention import reference as ref
-from autograder.grading.source import functions_using
-from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex1
 SDPA = "scaled_dot_product_attention"

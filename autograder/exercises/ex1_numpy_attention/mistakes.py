@@ -5,8 +5,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
-from autograder.exercises.ex1_numpy_attention.reference import softmax
+from autograder._reference.ex1_numpy_attention import softmax
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex1_numpy_attention")
 

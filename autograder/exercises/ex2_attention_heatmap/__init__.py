@@ -1,6 +1,6 @@
 """ex2_attention_heatmap: Multi-head self-attention on a sentence, as a labelled heatmap."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Multi-head self-attention on a sentence, as a labelled heatmap",

@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring import figures
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex2_attention_heatmap as ref
+from autograder.authoring import (
+    StudentError,
     as_array,
     call_checked,
+    check,
+    distinct_sizes,
     ensure,
     expect_close,
     expect_equal,
@@ -20,14 +22,15 @@ from autograder.authoring.expect import (
     expect_shape,
     expect_tuple,
     fail,
+    figures,
     is_int,
     is_tensor,
     matching_mistake,
+    module_output,
+    module_outputs,
+    random_bool_mask,
+    without_raised,
 )
-from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.authoring.modules import module_output, module_outputs, without_raised
-from autograder.exercises.ex2_attention_heatmap import reference as ref
-from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex2
 

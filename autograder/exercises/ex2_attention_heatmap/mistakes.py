@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from autograder.authoring.catalogue import Catalogue
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex2_attention_heatmap")
 

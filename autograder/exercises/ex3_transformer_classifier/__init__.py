@@ -1,6 +1,6 @@
 """ex3_transformer_classifier: a TransformerEncoder classifier with mean pooling, vs an LSTM."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="A TransformerEncoder classifier with mean pooling, against an LSTM",

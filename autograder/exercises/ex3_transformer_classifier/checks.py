@@ -13,28 +13,27 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex3_transformer_classifier as ref
+from autograder.authoring import (
+    Handle,
+    StudentError,
     as_array,
+    check,
+    distinct_sizes,
     distinguish,
     ensure,
+    expect_batches,
     expect_close,
     expect_shape,
     expect_tuple,
-    fail,
-)
-from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import (
-    expect_batches,
     expect_weights_changed,
+    fail,
     module_outputs,
     trainable_parameters,
     trained_in_batches,
     weights_of,
     without_raised,
 )
-from autograder.exercises.ex3_transformer_classifier import reference as ref
-from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex3
 

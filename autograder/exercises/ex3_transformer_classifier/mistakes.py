@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
-from autograder.exercises.ex3_transformer_classifier.reference import PositionalEncoding
+from autograder._reference.ex3_transformer_classifier import PositionalEncoding
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex3_transformer_classifier")
 

@@ -1,6 +1,6 @@
 """ex4_gqa_analysis: Grouped-query attention: KV parameters and KV-cache memory."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Grouped-query attention: KV parameters and KV-cache memory",

@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex4_gqa_analysis as ref
+from autograder.authoring import (
+    StudentError,
     as_array,
     call_checked,
+    check,
     close,
+    distinct_sizes,
     ensure,
     equal_mistake,
     expect_close,
@@ -25,18 +28,14 @@ from autograder.authoring.expect import (
     fail,
     is_int,
     is_real,
-)
-from autograder.authoring.inputs import distinct_sizes, mask_hiding
-from autograder.authoring.modules import (
     load_into,
+    mask_hiding,
     module_output,
     module_outputs,
+    on_the_contracts,
     student_output,
     without_raised,
 )
-from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex4_gqa_analysis import reference as ref
-from autograder.grading.submission import StudentError
 
 pytestmark = pytest.mark.ex4
 

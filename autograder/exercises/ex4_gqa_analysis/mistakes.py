@@ -7,12 +7,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
-from autograder.exercises.ex4_gqa_analysis.reference import (
+from autograder._reference.ex4_gqa_analysis import (
     GroupedQueryAttention,
     kv_cache_mib,
     kv_projection_params,
 )
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex4_gqa_analysis")
 

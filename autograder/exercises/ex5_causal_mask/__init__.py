@@ -1,6 +1,6 @@
 """ex5_causal_mask: The causal mask, and a small causal transformer on a sine wave."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="The causal mask, and a small causal transformer on a sine wave",

@@ -7,34 +7,34 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex5_causal_mask as ref
+from autograder.authoring import (
+    Handle,
+    StudentError,
     as_array,
     call_checked,
+    call_evaluating,
+    check,
     close,
+    distinct_sizes,
     distinguish,
     ensure,
+    expect_batches,
     expect_close,
+    expect_evaluated,
     expect_rows_sum_to_one,
     expect_shape,
     expect_tuple,
+    expect_weights_changed,
     fail,
     is_real,
     matching_mistake,
-)
-from autograder.authoring.inputs import distinct_sizes, random_bool_mask
-from autograder.authoring.modules import (
-    call_evaluating,
-    expect_batches,
-    expect_evaluated,
-    expect_weights_changed,
+    on_the_contracts,
+    random_bool_mask,
     trainable_parameters,
     trained_in_batches,
     weights_of,
 )
-from autograder.authoring.upstream import on_the_contracts
-from autograder.exercises.ex5_causal_mask import reference as ref
-from autograder.grading.submission import Handle, StudentError
 
 pytestmark = pytest.mark.ex5
 

@@ -1,6 +1,6 @@
 """ex6_rope: rotary position embeddings, split-halves style (lesson 001, section 7)."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Rotary position embeddings (RoPE)",

@@ -12,27 +12,26 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex6_rope as ref
+from autograder.authoring import (
+    CheckFailed,
+    StudentError,
     as_array,
     call_checked,
+    check,
     close,
+    distinct_sizes,
     ensure,
     expect_close,
     expect_raises,
     expect_shape,
-)
-from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import (
     load_into,
     module_output,
     module_outputs,
+    on_the_contracts,
     student_output,
     without_raised,
 )
-from autograder.authoring.upstream import on_the_contracts
-from autograder.core.errors import CheckFailed, StudentError
-from autograder.exercises.ex6_rope import reference as ref
 
 pytestmark = pytest.mark.ex6
 

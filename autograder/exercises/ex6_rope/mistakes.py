@@ -7,8 +7,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
-from autograder.exercises.ex6_rope.reference import apply_rope, rope_frequencies
+from autograder._reference.ex6_rope import apply_rope, rope_frequencies
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex6_rope")
 

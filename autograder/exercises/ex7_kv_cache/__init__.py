@@ -1,6 +1,6 @@
 """ex7_kv_cache: cached autoregressive decoding with RoPE and grouped K/V heads (lesson 001, 8)."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Cached autoregressive decoding (KV cache)",

@@ -13,33 +13,29 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex7_kv_cache as ref
+from autograder.authoring import (
+    UNUSABLE,
+    StudentError,
     as_array,
     call_checked,
+    call_evaluating,
+    check,
     close,
+    distinct_sizes,
     ensure,
     expect_close,
     expect_equal,
+    expect_evaluated,
     expect_shape,
     fail,
     is_int,
-)
-from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import (
-    call_evaluating,
-    expect_evaluated,
     load_into,
     module_output,
     module_outputs,
+    on_the_contracts,
     without_raised,
 )
-from autograder.authoring.upstream import (
-    UNUSABLE,
-    on_the_contracts,
-)
-from autograder.core.errors import StudentError
-from autograder.exercises.ex7_kv_cache import reference as ref
 
 pytestmark = pytest.mark.ex7
 

@@ -8,8 +8,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from autograder.authoring.catalogue import Catalogue
-from autograder.exercises.ex7_kv_cache.reference import KVCache, apply_rope
+from autograder._reference.ex7_kv_cache import KVCache, apply_rope
+from autograder.authoring import Catalogue
 
 CATALOGUE = Catalogue("ex7_kv_cache")
 

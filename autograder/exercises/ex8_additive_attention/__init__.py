@@ -1,6 +1,6 @@
 """ex8_additive_attention: additive, multiplicative and dot-product attention (lesson 002)."""
 
-from autograder.exercises import Exercise
+from autograder.core.registry import Exercise
 
 EXERCISE = Exercise(
     title="Additive, multiplicative and scaled dot-product attention",

@@ -11,36 +11,36 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.authoring.check import check
-from autograder.authoring.expect import (
+from autograder._reference import ex8_additive_attention as ref
+from autograder.authoring import (
+    UNUSABLE,
+    CheckFailed,
+    StudentError,
     as_array,
     call_checked,
+    call_evaluating,
+    check,
     close,
+    distinct_sizes,
     ensure,
+    expect_batches,
     expect_close,
     expect_equal,
+    expect_evaluated,
     expect_shape,
     expect_tuple,
     fail,
     is_int,
     is_real,
-    matching_mistake,
-)
-from autograder.authoring.inputs import distinct_sizes
-from autograder.authoring.modules import (
-    call_evaluating,
-    expect_batches,
-    expect_evaluated,
     load_into,
+    matching_mistake,
     module_output,
     module_outputs,
     parameter_count,
+    set_aside,
     trained_in_batches,
     weights_of,
 )
-from autograder.authoring.upstream import UNUSABLE, set_aside
-from autograder.core.errors import CheckFailed, StudentError
-from autograder.exercises.ex8_additive_attention import reference as ref
 
 pytestmark = pytest.mark.ex8
 
