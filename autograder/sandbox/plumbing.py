@@ -206,13 +206,18 @@ RUNTIME_PREFIX = "attn-grade-runtime-"
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether `pid` runs: a zombie (a killed worker its pool has not reaped yet) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def sweep_runtime_roots(folder: Path) -> None:

@@ -67,3 +67,34 @@ def test_another_uids_files_stay(scratch):
     _owned(scratch / "neighbour.txt", OTHER)
     assert remove_files_of(UID, (scratch,)) == 0
     assert (scratch / "neighbour.txt").exists()
+
+
+def test_a_killed_grading_process_not_yet_reaped_leaves_no_runtime_copy(tmp_path):
+    """A batch worker killed with SIGKILL stays a zombie until its pool reaps it (a replaced
+    pool may never): its runtime copy is still removed by the next sweep."""
+    import os
+    import signal
+    import time
+
+    from autograder.sandbox.plumbing import RUNTIME_PREFIX, sweep_runtime_roots
+
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    try:
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # dead, not reaped: a zombie
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            if state == "Z":
+                break
+            time.sleep(0.05)
+        killed = tmp_path / f"{RUNTIME_PREFIX}{pid}-abc"
+        running = tmp_path / f"{RUNTIME_PREFIX}{os.getpid()}-def"
+        killed.mkdir()
+        running.mkdir()
+        sweep_runtime_roots(tmp_path)
+        assert not killed.exists() and running.exists()
+    finally:
+        os.waitpid(pid, 0)
