@@ -153,3 +153,22 @@ def test_no_engine_path_reuses_a_sandbox():
         if "SharedSandbox" in (text := path.read_text()) or "shared=" in text
     )
     assert users == ["grading/runner.py", "grading/shared.py"]
+
+
+def test_core_is_the_ground_floor():
+    """`autograder/core` (errors, Status, results, versions, text, the registry) imports nothing
+    of the package above it: every other package may build on it."""
+    upward = sorted(
+        f"{path.name}: {module}"
+        for path in (PACKAGE_DIR / "core").glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        for module in (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        if module.startswith("autograder.") and not module.startswith("autograder.core")
+    )
+    assert upward == []
