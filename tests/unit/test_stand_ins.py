@@ -166,8 +166,10 @@ def test_a_module_stand_in_runs_its_forward_in_the_grader_on_the_childs_layers(s
             whole, pieces, seen, length, is_module = submission.call("run", model, tokens, chunks)
     with torch.no_grad():
         expected = reference(tokens)
-    assert torch.allclose(whole, expected, atol=1e-5) and torch.allclose(
-        pieces, expected, atol=1e-5
+    # float32 logits near 100 (unit-normal weights): a cached decode in pieces sums in another
+    # order than the whole pass, a few 1e-4 apart (it failed one run in several at 1e-5)
+    assert torch.allclose(whole, expected, atol=1e-3, rtol=1e-4) and torch.allclose(
+        pieces, expected, atol=1e-3, rtol=1e-4
     )
     # the layers are the child's: its hooks see them, its weights are used
     assert seen == [7, 4, 1, 2] and length == 7 and is_module
