@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograder.sandbox import jail
-from autograder.sandbox.inside.supervisor import children_by_parent
+from autograder.sandbox.inside.supervisor import children_by_parent, stat_fields
 
 RUNTIME_DIR = Path(__file__).with_name("inside")  # everything that runs in the child's process
 SUPERVISOR = RUNTIME_DIR / "supervisor.py"
@@ -214,10 +214,9 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return stat_fields(f"/proc/{pid}/stat")[0] not in (b"Z", b"X")
     except (OSError, IndexError):
         return True
-    return state not in ("Z", "X")
 
 
 def sweep_runtime_roots(folder: Path) -> None:

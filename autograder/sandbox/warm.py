@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from autograder.sandbox import isolation, jail
+from autograder.sandbox.inside.supervisor import stat_fields
 from autograder.sandbox.plumbing import (
     RUNNING,
     RUNNING_LOCK,
@@ -69,9 +70,8 @@ class WarmSupervisor:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                with open(f"/proc/{self.pid}/stat", "rb") as stat:
-                    if stat.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                        return True
+                if stat_fields(f"/proc/{self.pid}/stat")[0] in (b"Z", b"X"):
+                    return True
             except (OSError, IndexError):
                 return True
             if time.monotonic() >= deadline:
@@ -246,8 +246,7 @@ class Template:
 
 def _parent_of(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
+        return int(stat_fields(f"/proc/{pid}/stat")[1])
     except (OSError, ValueError, IndexError):
         return 0
 
