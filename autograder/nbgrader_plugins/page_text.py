@@ -13,8 +13,6 @@ from __future__ import annotations
 from autograder.i18n import catalogues
 from autograder.i18n.reports import language_of as language  # noqa: F401 (the pages' API)
 
-LANGUAGES = ("en", "ko")
-
 # Every word of the pages, in English: their translations are in the language catalogues
 # (autograder/i18n), which extract.py fills from this list.
 PAGE_WORDS = (
