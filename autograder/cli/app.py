@@ -32,8 +32,8 @@ from autograder.core.registry import (
     short_name,
     short_names,
 )
-from autograder.core.speedups import skip_slow_optional_imports
 from autograder.core.text import clean_text
+from autograder.nbgrader_plugins.speedups import skip_slow_optional_imports
 from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
 

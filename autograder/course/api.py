@@ -6,8 +6,11 @@ import os
 import warnings
 from pathlib import Path
 
-from autograder.core.speedups import skip_slow_optional_imports, stamp_new_gradebooks_in_process
 from autograder.course.build import tool_env
+from autograder.nbgrader_plugins.speedups import (
+    skip_slow_optional_imports,
+    stamp_new_gradebooks_in_process,
+)
 
 
 class CourseError(RuntimeError):

@@ -2,7 +2,10 @@
 
 import sys
 
-from autograder.core.speedups import skip_slow_optional_imports, stamp_new_gradebooks_in_process
+from autograder.nbgrader_plugins.speedups import (
+    skip_slow_optional_imports,
+    stamp_new_gradebooks_in_process,
+)
 
 if __name__ == "__main__":
     skip_slow_optional_imports()

@@ -17,7 +17,8 @@ def nbgrader(
     cwd: Path, *args: str, check: bool = True, plain: bool = False
 ) -> subprocess.CompletedProcess:
     """The nbgrader command line: nbgrader's own main(), started through our wrapper that skips
-    a 2 s optional import (autograder/core/speedups.py); `plain=True` runs `python -m nbgrader`."""
+    a 2 s optional import (autograder/nbgrader_plugins/speedups.py); `plain=True` runs
+    `python -m nbgrader`."""
     module = "nbgrader" if plain else "autograder.nbgrader_plugins.nbgrader_main"
     done = subprocess.run(
         [sys.executable, "-m", module, *args],

@@ -1,5 +1,5 @@
-"""autograder/core/speedups.py: nbgrader's gradebook stamp read in-process, and the same as the
-`alembic heads` subprocess that nbgrader runs otherwise."""
+"""autograder/nbgrader_plugins/speedups.py: nbgrader's gradebook stamp read in-process, and the
+same as the `alembic heads` subprocess that nbgrader runs otherwise."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from autograder.core.speedups import stamp_new_gradebooks_in_process
 from autograder.course.build import tool_env
+from autograder.nbgrader_plugins.speedups import stamp_new_gradebooks_in_process
 
 api = pytest.importorskip("nbgrader.api")
 
