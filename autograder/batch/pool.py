@@ -31,7 +31,7 @@ class Workers:
             max_workers=self.count,
             mp_context=self.context,
             initializer=recorder.start_worker,
-            initargs=(self.identity,),
+            initargs=(self.identity, threads_per_worker(self.count)),
         )
 
     def submit(self, function, *args) -> Future:
@@ -59,6 +59,16 @@ class Workers:
 
     def shutdown(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def threads_per_worker(workers: int) -> int:
+    """The math threads (torch's intra-op pool) each of `workers` workers may use: the CPUs this
+    process may run on, shared out. torch starts one thread per CPU in every process, and where
+    two workers compute at once, 2 x 2 threads on 2 CPUs spin-wait for each other: a 2-worker
+    batch of the demo spent 43 CPU-s grading in its workers against 26 in one process
+    (benchmarks/batch_throughput.py), the student code in the sandboxes costing the same (those
+    run single-threaded). Dask's workers get one thread by Dask's own default."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, workers))
 
 
 @contextlib.contextmanager

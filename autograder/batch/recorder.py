@@ -14,7 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from autograder.core.speedups import skip_slow_optional_imports
+from autograder.nbgrader_plugins.speedups import skip_slow_optional_imports
 
 skip_slow_optional_imports()  # the pool's fork server imports this module first: 0.9 s less
 
@@ -279,11 +279,12 @@ def _end_worker() -> None:
     os._exit(0)
 
 
-def start_worker(batch: tuple[int, str]) -> None:
-    """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process. The
-    worker loads what every grading needs (already loaded where the fork server preloaded it;
-    spawned workers import it here); the Recorder is made by the first submission, which
-    says for which course and scratch directory."""
+def start_worker(batch: tuple[int, str], threads: int = 1) -> None:
+    """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process,
+    `threads` the math threads this worker may use (pool.threads_per_worker). The worker loads
+    what every grading needs (already loaded where the fork server preloaded it; spawned
+    workers import it here); the Recorder is made by the first submission, which says for
+    which course and scratch directory."""
     import importlib
     import multiprocessing.util
     import signal
@@ -297,6 +298,9 @@ def start_worker(batch: tuple[int, str]) -> None:
     multiprocessing.util.Finalize(None, _end_worker, exitpriority=0)
     for name in WORKER_MODULES:
         importlib.import_module(name)
+    import torch
+
+    torch.set_num_threads(threads)
 
 
 def record_in_worker(
