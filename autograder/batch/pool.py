@@ -64,10 +64,10 @@ class Workers:
 def threads_per_worker(workers: int) -> int:
     """The math threads (torch's intra-op pool) each of `workers` workers may use: the CPUs this
     process may run on, shared out. torch starts one thread per CPU in every process, and where
-    two workers compute at once, 2 x 2 threads on 2 CPUs spin-wait for each other: a 2-worker
-    batch of the demo spent 43 CPU-s grading in its workers against 26 in one process
-    (benchmarks/batch_throughput.py), the student code in the sandboxes costing the same (those
-    run single-threaded). Dask's workers get one thread by Dask's own default."""
+    two workers compute at once, 2 x 2 threads on 2 CPUs spin-wait for each other: the pool of a
+    2-worker batch of the demo used 48 CPU-s for the grading one process did in 29, and 23 with
+    this (benchmarks/batch_throughput.py, docs/numbers.md); the sandboxes' student code costs the
+    same either way (it runs single-threaded). Dask's workers get one thread by Dask's default."""
     return max(1, len(os.sched_getaffinity(0)) // max(1, workers))
 
 
