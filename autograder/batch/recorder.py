@@ -279,7 +279,7 @@ def _end_worker() -> None:
     os._exit(0)
 
 
-def start_worker(batch: tuple[int, str], threads: int = 1) -> None:
+def start_worker(batch: tuple[int, str], threads: int) -> None:
     """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process,
     `threads` the math threads this worker may use (pool.threads_per_worker). The worker loads
     what every grading needs (already loaded where the fork server preloaded it; spawned
