@@ -66,11 +66,9 @@ def add_exercise(root: Path, *, declared: bool = True) -> dict[str, Path]:
     return parts
 
 
-def attn_grade(root: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The copy's command line in a new interpreter: its folder first on the path, so that
-    `autograder` is the copy's (asserted by the caller through what it lists)."""
+def in_the_copy(root: Path, code: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c code args` in a new interpreter with the copy's folder first on the path."""
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    code = "import sys; from autograder.cli.app import main; sys.exit(main())"
     return subprocess.run(
         [sys.executable, "-c", code, *args],
         cwd=cwd,
@@ -81,16 +79,15 @@ def attn_grade(root: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess
     )
 
 
+def attn_grade(root: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The copy's command line (that `autograder` is the copy's: which_autograder)."""
+    code = "import sys; from autograder.cli.app import main; sys.exit(main())"
+    return in_the_copy(root, code, *args, cwd=cwd)
+
+
 def which_autograder(root: Path, cwd: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    found = subprocess.run(
-        [sys.executable, "-c", "import autograder; print(autograder.__file__)"],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    found = in_the_copy(root, "import autograder; print(autograder.__file__)", cwd=cwd)
+    assert found.returncode == 0, found.stderr
     return found.stdout.strip()
 
 

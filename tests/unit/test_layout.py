@@ -158,17 +158,11 @@ def test_no_engine_path_reuses_a_sandbox():
 def test_core_is_the_ground_floor():
     """`autograder/core` (errors, Status, results, versions, text, the registry) imports nothing
     of the package above it: every other package may build on it."""
+    modules = _modules()
     upward = sorted(
         f"{path.name}: {module}"
         for path in (PACKAGE_DIR / "core").glob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
-        for module in (
-            [node.module or ""]
-            if isinstance(node, ast.ImportFrom)
-            else [a.name for a in node.names]
-            if isinstance(node, ast.Import)
-            else []
-        )
-        if module.startswith("autograder.") and not module.startswith("autograder.core")
+        for module in _imports(path, modules)
+        if not module.startswith("autograder.core")
     )
     assert upward == []

@@ -76,6 +76,7 @@ def test_a_killed_grading_process_not_yet_reaped_leaves_no_runtime_copy(tmp_path
     import signal
     import time
 
+    from autograder.sandbox.inside.supervisor import stat_fields
     from autograder.sandbox.plumbing import RUNTIME_PREFIX, sweep_runtime_roots
 
     pid = os.fork()
@@ -86,8 +87,7 @@ def test_a_killed_grading_process_not_yet_reaped_leaves_no_runtime_copy(tmp_path
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:  # dead, not reaped: a zombie
-            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
-            if state == "Z":
+            if stat_fields(f"/proc/{pid}/stat")[0] == b"Z":
                 break
             time.sleep(0.05)
         killed = tmp_path / f"{RUNTIME_PREFIX}{pid}-abc"
