@@ -16,12 +16,29 @@ import textwrap
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
 
 import numpy as np
 
 from autograder.core.registry import mistakes_module, reference_module
 
 _BOUND: dict[tuple[str, str], Callable] = {}
+
+
+@cache
+def _class_segments(module: ModuleType) -> tuple[tuple[str, int, int, str], ...]:
+    """Every class definition of a module: (name, first line, last line, source). Parsed once
+    per module object: a catalogue defines many classes, and each grading asks for their
+    sources (a module loaded again is another object, parsed again)."""
+    source = inspect.getsource(module)
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            segment = ast.get_source_segment(source, node, padded=True)
+            if segment is not None:
+                found.append((node.name, node.lineno, node.end_lineno or node.lineno, segment))
+    return tuple(found)
 
 
 def _definition_source(implementation: Callable) -> str:
@@ -35,16 +52,9 @@ def _definition_source(implementation: Callable) -> str:
     module = inspect.getmodule(implementation)
     if module is None:
         return inspect.getsource(implementation)
-    source = inspect.getsource(module)
-    for node in ast.walk(ast.parse(source)):
-        if (
-            isinstance(node, ast.ClassDef)
-            and node.name == implementation.__name__
-            and node.lineno <= line <= (node.end_lineno or node.lineno)
-        ):
-            segment = ast.get_source_segment(source, node, padded=True)
-            if segment is not None:
-                return segment
+    for name, first, last, segment in _class_segments(module):
+        if name == implementation.__name__ and first <= line <= last:
+            return segment
     return inspect.getsource(implementation)
 
 
