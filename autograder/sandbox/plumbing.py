@@ -4,7 +4,9 @@ and killed, pipes with deadlines, processes spawned from one long-lived thread."
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
+import fcntl
 import functools
 import os
 import select
@@ -16,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -152,14 +155,42 @@ def mpl_font_files() -> dict[str, bytes]:
     through a link (a planted link made a root grader copy root-only files into every
     sandbox)."""
     cache = _private_dir(Path(tempfile.gettempdir()) / f"attn-grade-mplcache-{os.getuid()}")
-    if not _font_lists(cache):
-        subprocess.run(
-            [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
-            env={**os.environ, "MPLCONFIGDIR": str(cache)},
-            capture_output=True,
-            timeout=120,
+    found = _font_lists(cache)
+    if found:
+        return found
+    # one build per folder: processes that start together (a batch's workers, with a fresh
+    # $TMPDIR) wait for the first one's instead of each building its own (1-2 CPU-s apiece)
+    with _build_lock(cache):
+        found = _font_lists(cache)
+        if not found:
+            subprocess.run(
+                [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
+                env={**os.environ, "MPLCONFIGDIR": str(cache)},
+                capture_output=True,
+                timeout=120,
+            )
+            found = _font_lists(cache)
+    return found
+
+
+@contextlib.contextmanager
+def _build_lock(cache: Path) -> Iterator[None]:
+    """An exclusive flock on `cache`/.build-lock (the folder is ours, 0700: `_private_dir`),
+    released when the build ends or its process dies. Never through a link; where the lock
+    cannot be had, the build goes on without it."""
+    try:
+        fd = os.open(
+            cache / ".build-lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
-    return _font_lists(cache)
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _private_dir(path: Path) -> Path:

@@ -1,0 +1,50 @@
+"""matplotlib's font list is built once per cache folder, however many grading processes start
+at once (a batch's workers with a fresh $TMPDIR, as in a container or a CI job): each used to
+build its own, a second or two of CPU apiece, then all but one threw theirs away."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from autograder.course.build import tool_env
+
+COUNTING = textwrap.dedent(
+    """
+    import subprocess, sys
+    real = subprocess.run
+
+    def counting(command, *args, **kwargs):
+        if "import matplotlib.font_manager" in command:
+            with open(sys.argv[1], "a") as log:
+                log.write("built\\n")
+        return real(command, *args, **kwargs)
+
+    subprocess.run = counting
+    from autograder.sandbox import plumbing
+
+    print(len(plumbing.mpl_font_files()))
+    """
+)
+
+
+def test_processes_starting_together_build_the_font_list_once(tmp_path):
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    log = tmp_path / "builds.log"
+    env = {**tool_env(), "TMPDIR": str(folder)}
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", COUNTING, str(log)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    answers = [process.communicate(timeout=300) for process in started]
+    assert all(process.returncode == 0 for process in started), answers
+    assert all(int(out) > 0 for out, _ in answers), "each process has the font list"
+    assert log.read_text().count("built") == 1
