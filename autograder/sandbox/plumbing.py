@@ -146,6 +146,10 @@ class DeadlineWriter:
         pass
 
 
+FONT_BUILD_SECONDS = 120  # for the interpreter that builds matplotlib's font list
+FONT_LOCK_SECONDS = FONT_BUILD_SECONDS + 10  # a lock held longer than a build is not waited for
+
+
 @functools.cache
 def mpl_font_files() -> dict[str, bytes]:
     """matplotlib's font list (fontlist-*.json: name -> content), built once by the parent and
@@ -167,7 +171,7 @@ def mpl_font_files() -> dict[str, bytes]:
                 [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
                 env={**os.environ, "MPLCONFIGDIR": str(cache)},
                 capture_output=True,
-                timeout=120,
+                timeout=FONT_BUILD_SECONDS,
             )
             found = _font_lists(cache)
     return found
@@ -177,7 +181,7 @@ def mpl_font_files() -> dict[str, bytes]:
 def _build_lock(cache: Path) -> Iterator[None]:
     """An exclusive flock on `cache`/.build-lock (the folder is ours, 0700: `_private_dir`),
     released when the build ends or its process dies. Never through a link; where the lock
-    cannot be had, the build goes on without it."""
+    cannot be had, or is held past a build's timeout, the build goes on without it."""
     try:
         fd = os.open(
             cache / ".build-lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
@@ -186,8 +190,15 @@ def _build_lock(cache: Path) -> Iterator[None]:
         yield
         return
     try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        deadline = time.monotonic() + FONT_LOCK_SECONDS
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                time.sleep(0.05)
+            except OSError:
+                break
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -48,3 +48,32 @@ def test_processes_starting_together_build_the_font_list_once(tmp_path):
     assert all(process.returncode == 0 for process in started), answers
     assert all(int(out) > 0 for out, _ in answers), "each process has the font list"
     assert log.read_text().count("built") == 1
+
+
+def test_a_lock_held_past_a_build_is_not_waited_for(tmp_path, monkeypatch):
+    """A holder that never lets go (hung, or another process of the same uid at the `rlimits`
+    level) costs the wait of one build, not the batch."""
+    import fcntl
+    import os
+    import tempfile
+    import threading
+
+    from autograder.sandbox import plumbing
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(plumbing, "FONT_LOCK_SECONDS", 1.0)
+    plumbing.mpl_font_files.cache_clear()
+    cache = tmp_path / f"attn-grade-mplcache-{os.getuid()}"
+    cache.mkdir(mode=0o700)
+    holder = os.open(cache / ".build-lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    found: list[dict] = []
+    worker = threading.Thread(target=lambda: found.append(plumbing.mpl_font_files()), daemon=True)
+    try:
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive(), "still waiting for the lock"
+        assert found and found[0], "built without the lock"
+    finally:
+        os.close(holder)
+        plumbing.mpl_font_files.cache_clear()
