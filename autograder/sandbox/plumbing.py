@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import fcntl
 import functools
+import json
 import os
 import select
 import shutil
@@ -167,14 +168,29 @@ def mpl_font_files() -> dict[str, bytes]:
     with _build_lock(cache):
         found = _font_lists(cache)
         if not found:
-            subprocess.run(
-                [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
-                env={**os.environ, "MPLCONFIGDIR": str(cache)},
-                capture_output=True,
-                timeout=FONT_BUILD_SECONDS,
-            )
+            _build_font_lists(cache)
             found = _font_lists(cache)
     return found
+
+
+def _build_font_lists(cache: Path) -> None:
+    """matplotlib's font list built in a fresh folder of `cache` and moved into it whole
+    (os.replace): a process that reads `cache` meanwhile, or after a build was killed halfway,
+    never finds a list half-written."""
+    build = Path(tempfile.mkdtemp(prefix=".building-", dir=cache))
+    try:
+        subprocess.run(
+            [sys.executable, "-s", "-c", "import matplotlib.font_manager"],
+            env={**os.environ, "MPLCONFIGDIR": str(build)},
+            capture_output=True,
+            timeout=FONT_BUILD_SECONDS,
+        )
+        for built in build.glob("fontlist-*.json"):
+            os.replace(built, cache / built.name)
+    except subprocess.TimeoutExpired:
+        pass  # no list: the children build their own, as before
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -230,8 +246,17 @@ def _font_lists(cache: Path) -> dict[str, bytes]:
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1:
-                found[entry.name] = handle.read(64 << 20)
+                content = handle.read(64 << 20)
+                if _whole_json(content):  # not one cut short (an older grader's killed build)
+                    found[entry.name] = content
     return found
+
+
+def _whole_json(content: bytes) -> bool:
+    try:
+        return isinstance(json.loads(content), dict)
+    except ValueError:
+        return False
 
 
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attn-grade-spawner")

@@ -77,3 +77,25 @@ def test_a_lock_held_past_a_build_is_not_waited_for(tmp_path, monkeypatch):
     finally:
         os.close(holder)
         plumbing.mpl_font_files.cache_clear()
+
+
+def test_a_font_list_cut_short_is_not_used(tmp_path, monkeypatch):
+    """A list half-written (a build killed halfway, or read while matplotlib writes it) would
+    be copied into every sandbox, and each child would build its own again."""
+    import json
+    import os
+    import tempfile
+
+    from autograder.sandbox import plumbing
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    plumbing.mpl_font_files.cache_clear()
+    cache = tmp_path / f"attn-grade-mplcache-{os.getuid()}"
+    cache.mkdir(mode=0o700)
+    (cache / "fontlist-v390.json").write_text('{"_version": 390, "ttflist": [{"fname": "/usr')
+    try:
+        found = plumbing.mpl_font_files()
+    finally:
+        plumbing.mpl_font_files.cache_clear()
+    assert found and all(isinstance(json.loads(content), dict) for content in found.values())
+    assert not [p.name for p in cache.iterdir() if p.name.startswith(".building-")], "build folder"
