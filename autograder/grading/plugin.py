@@ -1,13 +1,15 @@
-"""The pytest plugin that connects an exercise's check module to one submission.
+"""One grading's side of running an exercise's check module on one submission.
 
-Fixtures for checks: `submission` (the sandboxed notebook), `seed` / `rng` (per-check seeds,
-derived from the submission's base seed and the check's name), `mistakes` (the exercise's
-catalogue). Each check's outcome becomes a CheckResult with a student-facing message; check
-code and tracebacks never reach that message.
+The pytest session (grading/check_session.py) gives checks their fixtures from the grading in
+progress: `submission` (the sandboxed notebook), `seed` / `rng` (per-check seeds, derived from
+the submission's base seed and the check's name), `mistakes` (the exercise's catalogue). Each
+check's outcome becomes a CheckResult with a student-facing message; check code and tracebacks
+never reach that message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import traceback
@@ -17,7 +19,7 @@ import numpy as np
 import pytest
 
 from autograder.core.errors import CheckFailed
-from autograder.core.registry import EXERCISES, mistakes_module, short_name
+from autograder.core.registry import mistakes_module
 from autograder.core.results import CheckResult
 from autograder.grading.causes import explain_undefined
 from autograder.grading.diagnoses import Diagnoses
@@ -74,24 +76,20 @@ class GradingPlugin:
         self._set_aside: dict[str, SetAside] = {}
         self._diagnoses = Diagnoses(exercise, submission)
 
-    def pytest_collection_modifyitems(
-        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
-        """With `only`, run those checks and the checks they require (which decide whether
-        they are paid); everything else is deselected."""
+    def select(self, items: list[pytest.Item]) -> list[pytest.Item]:
+        """The checks to run, in the module's order: all of them, or with `only` those and the
+        checks they require (which decide whether they are paid)."""
         self._requires = {item.name: _requirements(item) for item in items}
         self._upstream = {item.name: _requirements(item, "upstream") for item in items}
         if self.only is None:
-            return
+            return list(items)
         wanted, queue = set(), list(self.only)
         while queue:
             name = queue.pop()
             if name not in wanted:
                 wanted.add(name)
                 queue += self._requires.get(name, ()) + self._upstream.get(name, ())
-        chosen = [item for item in items if item.name in wanted]
-        config.hook.pytest_deselected(items=[item for item in items if item.name not in wanted])
-        items[:] = chosen
+        return [item for item in items if item.name in wanted]
 
     def gated_results(self) -> list[CheckResult]:
         """Results after the requirements: a check whose required checks did not all pass is
@@ -137,35 +135,33 @@ class GradingPlugin:
 
     def _rerun(self, item: pytest.Item) -> None:
         """Run a check again, with fixtures as fresh as the first time (grading/diagnoses.py)."""
-        funcargs = getattr(item, "funcargs", {})
+        funcargs = getattr(item, "funcargs", None) or {}
         seed = funcargs.get("seed", derive_seed(self.base_seed, item.name))
         names = item._fixtureinfo.argnames  # type: ignore[attr-defined]
         kwargs = {n: np.random.default_rng(seed) if n == "rng" else funcargs[n] for n in names}
         self._submission.seed(seed)
         item.obj(**kwargs)  # type: ignore[attr-defined]
 
-    @pytest.fixture(scope="session")
+    # -- what the session's fixtures (grading/check_session.py) give this grading's checks ----
     def submission(self) -> Submission:
         return self._submission
 
-    @pytest.fixture
-    def seed(self, request: pytest.FixtureRequest) -> int:
-        return derive_seed(self.base_seed, request.node.name)
+    def seed_of(self, check: str) -> int:
+        return derive_seed(self.base_seed, check)
 
-    @pytest.fixture(autouse=True)
-    def _verdicts_set_aside(self, request: pytest.FixtureRequest) -> Iterator[None]:
+    @contextlib.contextmanager
+    def verdicts_set_aside(self, check: str) -> Iterator[None]:
         """Where this check passes on the student's own upstream code (`authoring.upstream`),
         the reference's verdicts it set aside, for `gated_results` to settle."""
         pending = SetAside()
-        self._set_aside[request.node.name] = pending
+        self._set_aside[check] = pending
         token = CURRENT.set(pending)
         try:
             yield
         finally:
             CURRENT.reset(token)
 
-    @pytest.fixture(autouse=True)
-    def _seeded_child(self, request: pytest.FixtureRequest, seed: int) -> None:
+    def seed_child(self, seed: int) -> None:
         """Seed the child's global RNGs before every check, so that objects the student's code
         creates with unseeded initialisation are the same on every regrade."""
         self._submission.calls.clear()
@@ -174,31 +170,12 @@ class GradingPlugin:
         except (Unavailable, SandboxDied, StudentError):
             pass  # the check itself reports an unusable submission
 
-    @pytest.fixture
-    def rng(self, seed: int) -> np.random.Generator:
-        return np.random.default_rng(seed)
-
-    @pytest.fixture(scope="session")
     def mistakes(self):
         return mistakes_module(self.exercise).CATALOGUE
 
-    def pytest_configure(self, config: pytest.Config) -> None:
-        for marker in (*map(short_name, EXERCISES), "check(points, grade_id)"):
-            config.addinivalue_line("markers", marker)
-        # A failed check's message comes from its exception (below), never from pytest's report,
-        # whose default traceback re-parses the check module for every frame (about 0.1 s per
-        # failing check). The plain traceback is all the report then holds; a collection error
-        # (the instructor's log) reads the same. `--tb` itself needs the terminal plugin.
-        config.option.tbstyle = "native"
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            self.internal_errors.append(f"collecting {report.nodeid}: {report.longreprtext}")
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
-        outcome = yield
-        report = outcome.get_result()
+    # -- hooks, called by the session for the grading in progress -----------------------------
+    def record(self, item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+        """A check's report (its setup's, if that failed) as this grading's CheckResult."""
         if not (report.when == "call" or (report.when == "setup" and report.failed)):
             return
         marker = item.get_closest_marker("check")
@@ -220,7 +197,7 @@ class GradingPlugin:
                 self.internal_errors.append(
                     f"{item.name}: " + "".join(traceback.format_exception(error))
                 )
-        seed = item.funcargs.get("seed") if hasattr(item, "funcargs") else None
+        seed = (getattr(item, "funcargs", None) or {}).get("seed")
         self.results.append(
             CheckResult(
                 name=item.name,

@@ -5,20 +5,18 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import os
 import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-import pytest
-
 from autograder.core import student_text
 from autograder.core.errors import GraderError, UnknownExercise
-from autograder.core.registry import checks_module_path, resolve
+from autograder.core.registry import resolve
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status
 from autograder.core.text import clean_report
+from autograder.grading.check_session import run_in_session
 from autograder.grading.notebook import (
     InvalidNotebook,
     LoadedNotebook,
@@ -76,30 +74,12 @@ def run_checks(
 ) -> GradingPlugin:
     """Run the exercise's check module (or only the named checks) with pytest, in-process."""
     plugin = GradingPlugin(exercise, submission, base_seed, only)
-    path = checks_module_path(exercise)
-    targets = [str(path)]  # `only` (and what it requires) is selected by the plugin
-    quiet = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:stepwise", "--capture=no"]
-    # pytest's unraisable-exception plugin runs gc.collect() ten times per session: with torch
-    # loaded that was 0.35 s of every grading (nearly half of a quick one's time in the grader).
-    # An unraisable exception in a check then reaches the process's own hook (the log), as it
-    # would outside pytest. (The report's traceback style is set by GradingPlugin.)
-    quiet += ["-p", "no:unraisableexception", "-p", "no:threadexception"]
-    # Only pytest's own plugins and ours: an installed plugin (xdist, or one that reorders or
-    # reseeds tests) has no say in how checks run.
-    quiet += ["--disable-plugin-autoload"]
-    # plain asserts and no ini file: check code never reaches a message, whatever pytest finds
-    isolated = ["--assert=plain", "--import-mode=importlib", "--rootdir", str(path.parent)]
-    isolated += ["-c", os.devnull, "-W", "ignore::DeprecationWarning"]
-    code = pytest.main([*targets, *quiet, *isolated], plugins=[plugin])
+    run_in_session(plugin)  # pytest's own protocol, in this process's session for `exercise`
     for problem in plugin.internal_errors:  # for the instructor's log, never for the student
         log.warning("check problem in %s: %s", exercise, problem)
     broken = any(line.startswith("collecting") for line in plugin.internal_errors)
-    if (
-        broken
-        or not plugin.results
-        or code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-    ):
-        problems = "\n".join(plugin.internal_errors) or f"pytest exit code {code}"
+    if broken or not plugin.results:
+        problems = "\n".join(plugin.internal_errors) or "no check ran"
         raise GraderError(f"the checks of {exercise} could not run:\n{problems}")
     return plugin
 
