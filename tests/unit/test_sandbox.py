@@ -194,3 +194,23 @@ def test_sandbox_start_and_close_leave_nothing_behind():
     assert workdir is None or not workdir.exists()
     assert group is None or not any(path.exists() for path in group.paths)
     assert not sandbox.alive
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("dtype", ["?", "i1", "<u2", ">i4", "<f2", ">f8", "<c16"])
+def test_an_array_from_the_wire_is_what_np_load_reads(dtype, order):
+    """npy_to_array reads the data itself after checking the header (not np.load, which parsed
+    the header again): the same dtype, shape, values and layout, writable and its own."""
+    rng = np.random.default_rng(0)
+    for shape in [(), (0,), (3,), (2, 3), (0, 4), (4, 0, 2), (2, 3, 4)]:
+        array = np.asarray(rng.standard_normal(shape) * 100).astype(dtype)
+        array = np.asfortranarray(array) if order == "F" else np.ascontiguousarray(array)
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, allow_pickle=False)
+        read = wire.npy_to_array(buffer.getvalue())
+        loaded = np.load(io.BytesIO(buffer.getvalue()), allow_pickle=False)
+        assert (read.dtype, read.shape) == (loaded.dtype, loaded.shape)
+        assert np.array_equal(read, loaded)
+        assert read.flags.f_contiguous == loaded.flags.f_contiguous
+        assert read.flags.c_contiguous == loaded.flags.c_contiguous
+        assert read.flags.writeable and read.flags.owndata

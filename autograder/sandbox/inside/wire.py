@@ -108,7 +108,7 @@ def npy_to_array(blob: bytes):
         }.get(np.lib.format.read_magic(stream))
         if read_header is None:
             raise ValueError("unsupported .npy version")
-        shape, _, dtype = read_header(stream)
+        shape, fortran_order, dtype = read_header(stream)
         if not numeric_dtype(dtype):
             raise ValueError(f"only numeric arrays are accepted, not {dtype.str!r}")
         size = dtype.itemsize
@@ -116,8 +116,12 @@ def npy_to_array(blob: bytes):
             size *= extent
         if size != len(blob) - stream.tell():
             raise ValueError("the header does not match the data")
-        stream.seek(0)
-        return np.load(stream, allow_pickle=False)
+        # the data as np.load would read it (its header is not parsed a second time): a
+        # writable array of its own, in the header's order
+        data = np.frombuffer(blob, dtype=dtype, offset=stream.tell())
+        if fortran_order:
+            return data.reshape(shape[::-1]).transpose().copy(order="K")
+        return data.reshape(shape).copy()
     except (ValueError, OSError, EOFError, TypeError, MemoryError) as error:
         raise ProtocolError(f"invalid .npy blob: {error}") from None
 
