@@ -14,7 +14,7 @@ import copy
 import inspect
 import textwrap
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -136,6 +136,13 @@ class Catalogue:
     def for_target(self, target: str) -> list[Mistake]:
         return [m for m in self._mistakes.values() if m.target == target]
 
+    def outputs_on_demand(self, target: str, *args: object, **kwargs: object) -> Outputs:
+        """`outputs(target, *args, **kwargs)`, run when first looked at, on copies of the inputs
+        taken now: a check looks at them only once an answer is wrong, so a correct answer no
+        longer pays for running every catalogued mistake of `target`."""
+        taken = copy.deepcopy((args, kwargs))
+        return Outputs(lambda: self.outputs(target, *taken[0], **taken[1]))
+
     def outputs(self, target: str, *args: object, **kwargs: object) -> list[tuple[Mistake, object]]:
         """What each catalogued mistake of `target` returns on these inputs, or `Raised` when it
         raises: candidates for naming a wrong answer."""
@@ -150,6 +157,34 @@ class Catalogue:
             except Exception as error:  # noqa: BLE001 - raising is this mistake's outcome
                 found.append((mistake, Raised(type(error).__name__, str(error)[:2000])))
         return found
+
+
+class Outputs(Sequence[tuple[Mistake, object]]):
+    """Pairs of a catalogued mistake and what it gave (`Catalogue.outputs`), computed on first
+    use."""
+
+    def __init__(self, compute: Callable[[], list[tuple[Mistake, object]]]):
+        self._compute: Callable[[], list[tuple[Mistake, object]]] | None = compute
+        self._found: list[tuple[Mistake, object]] = []
+
+    def _all(self) -> list[tuple[Mistake, object]]:
+        if self._compute is not None:
+            compute, self._compute = self._compute, None
+            self._found = compute()
+        return self._found
+
+    def __getitem__(self, index):  # type: ignore[no-untyped-def]  # int or slice, as a list's
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[tuple[Mistake, object]]:
+        return iter(self._all())
+
+    def returned(self) -> Outputs:
+        """The mistakes that returned (not raised), still computed on first use."""
+        return Outputs(lambda: [(m, out) for m, out in self._all() if not isinstance(out, Raised)])
 
 
 def catalogue_for(exercise: str) -> Catalogue:

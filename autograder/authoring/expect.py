@@ -3,9 +3,8 @@ when the wrong answer matches a catalogued mistake, that mistake's name."""
 
 from __future__ import annotations
 
-import copy
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -263,10 +262,11 @@ def expect_number(
 
 @dataclass
 class Answer:
-    """A student function's return value and what the catalogued mistakes return instead."""
+    """A student function's return value and what the catalogued mistakes return instead
+    (run when first looked at: `Catalogue.outputs_on_demand`)."""
 
     value: object
-    candidates: list[tuple[Mistake, object]]
+    candidates: Sequence[tuple[Mistake, object]]
 
 
 def call_checked(
@@ -279,7 +279,7 @@ def call_checked(
 ) -> Answer:
     """Call the student's `target`; if it raises, fail, naming a catalogued mistake that raises
     the same exception on these inputs."""
-    candidates = catalogue.outputs(target, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    candidates = catalogue.outputs_on_demand(target, *args, **kwargs)
     try:
         value = submission.call(target, *args, timeout=timeout, **kwargs)
     except StudentError as error:
@@ -288,7 +288,7 @@ def call_checked(
             None,
         )
         raise CheckFailed(str(error), mistake) from None
-    return Answer(value, [(m, out) for m, out in candidates if not isinstance(out, Raised)])
+    return Answer(value, candidates.returned())
 
 
 def expect_raises(
@@ -305,7 +305,7 @@ def expect_raises(
     "ValueError"). Otherwise fail, naming the first catalogued mistake of `target` that does the
     same on these arguments: raises the same other exception, or returns. An unfilled stub (a
     bare NotImplementedError) fails as "not implemented yet"."""
-    candidates = catalogue.outputs(target, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    candidates = catalogue.outputs_on_demand(target, *args, **kwargs)
     if what is None:
         shown = [repr(arg) for arg in args] + [f"{key}={value!r}" for key, value in kwargs.items()]
         what = f"{target}({', '.join(shown)})"

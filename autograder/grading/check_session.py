@@ -16,9 +16,12 @@ What makes it the same as a session of its own per grading:
   (`GradingPlugin`: its submission, seeds, catalogue, results), which a grading sets at its
   start and clears at its end;
 - a collection error is reported to every grading, as each session collected it before;
-- anything that escapes pytest's protocol (an interrupt, an internal error) ends the grading as
-  `pytest.main` did (no results: GraderError), and the session is discarded, as its setup state
-  is no longer known.
+- anything that escapes pytest's protocol (an interrupt, an internal error, an exception raised
+  in a hook) ends the grading as `pytest.main` did (no results: GraderError), and the session is
+  discarded, as its setup state is no longer known; a session with anything still set up is
+  never used for another grading;
+- what pytest keeps for the life of a session is cleared after each grading: the report
+  sections of its items and the warnings the checks raised (a historic hook's calls).
 
 One grading at a time per process (runner.GRADING_LOCK), as before. The pytest calls here are
 `pytest.main`'s own steps (`_pytest.config._prepareconfig`, `Config._do_configure`,
@@ -27,6 +30,7 @@ One grading at a time per process (runner.GRADING_LOCK), as before. The pytest c
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 from collections.abc import Iterator
@@ -50,6 +54,9 @@ def pytest_arguments(path: Path) -> list[str]:
     # An unraisable exception in a check then reaches the process's own hook (the log), as it
     # would outside pytest. (The report's traceback style is set by the router.)
     quiet += ["-p", "no:unraisableexception", "-p", "no:threadexception"]
+    # a session lives as long as the process: pytest's faulthandler plugin would keep the
+    # process's fault handler on, writing to a copy of stderr it keeps open
+    quiet += ["-p", "no:faulthandler"]
     # Only pytest's own plugins and ours: an installed plugin (xdist, or one that reorders or
     # reseeds tests) has no say in how checks run.
     quiet += ["--disable-plugin-autoload"]
@@ -148,6 +155,11 @@ class CheckSession:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
         finally:
             self.router.current = None
+            forget_warnings(self.config)
+
+    def clean(self) -> bool:
+        """Nothing is set up: the last grading's last check was torn down."""
+        return not self.session._setupstate.stack
 
     def discard(self) -> None:
         """After a run that did not finish: tear down what it set up, and unconfigure."""
@@ -160,6 +172,15 @@ class CheckSession:
             self.configured = False
             with contextlib.suppress(Exception):
                 self.config._ensure_unconfigure()
+
+
+def forget_warnings(config: pytest.Config) -> None:
+    """pytest's warnings plugin reports each warning a check raised through a historic hook,
+    which keeps every call for plugins registered later: one session of a whole batch would
+    keep every student's warnings."""
+    history = getattr(config.hook.pytest_warning_recorded, "_call_history", None)
+    if isinstance(history, list):
+        history.clear()
 
 
 def for_this_run(item: pytest.Item) -> None:
@@ -176,14 +197,28 @@ def run_in_session(grading: GradingPlugin) -> None:
     none). GraderError when pytest's protocol did not finish (the session is discarded)."""
     key = (os.getpid(), grading.exercise)  # a forked process makes its own
     session = _SESSIONS.get(key)
+    if session is not None and not session.clean():
+        _SESSIONS.pop(key, None)  # never run a grading on what another left set up
+        session.discard()
+        session = None
     try:
         if session is None:
             session = _SESSIONS[key] = CheckSession(grading.exercise)
         session.run(grading)
-    except (Exception, KeyboardInterrupt, SystemExit) as error:
+    except BaseException as error:
         _SESSIONS.pop(key, None)
         if session is not None:
             session.discard()
         raise GraderError(
             f"the checks of {grading.exercise} could not run: {type(error).__name__}: {error}"
         ) from error
+
+
+def close_all() -> None:
+    """Unconfigure every session (at exit: what pytest's configuration changed in the process,
+    such as `pdb.set_trace`, is put back)."""
+    while _SESSIONS:
+        _SESSIONS.popitem()[1].close()
+
+
+atexit.register(close_all)

@@ -15,16 +15,18 @@ bounded (`MAX_RERUNS` reruns per grading, and none once the grading has spent it
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+import pytest
 
-from autograder.core.errors import StudentError, Unavailable
+from autograder.core.errors import GradedOutcome
 from autograder.core.registry import reference_module
 from autograder.grading.fresh_calls import Call, FreshCalls, handles_in
 from autograder.grading.set_aside import CURRENT, SetAside
@@ -54,7 +56,8 @@ class Diagnoses:
         calls = list(self.submission.calls)
         if self.kept_between_calls(rerun):
             return KEPT  # an answer kept from an earlier call ignores every argument alike
-        argument = self.ignored_argument(calls)
+        with unchanged(self.submission):
+            argument = self.ignored_argument(calls)
         return f"; {argument}" if argument else ""
 
     # -- something kept between calls -------------------------------------------------------
@@ -63,29 +66,16 @@ class Diagnoses:
         if self.reruns >= MAX_RERUNS or submission.remaining() < MIN_SECONDS_LEFT:
             return False
         self.reruns += 1
-        saved = (
-            submission.status,
-            dict(submission.stuck),
-            list(submission.events),
-            submission.restarts,
-            dict(submission.cell_failures),
-        )
         submission.fresh = FreshCalls(submission)
         token = CURRENT.set(SetAside())
         try:
-            rerun()
-        except Exception:  # noqa: BLE001 - failing again (in any way) is the ordinary outcome
+            with unchanged(submission):
+                rerun()
+        except (Exception, *FAILING_AGAIN):  # noqa: BLE001 - failing again is the ordinary outcome
             return False
         finally:
             submission.fresh = None
             CURRENT.reset(token)
-            (
-                submission.status,
-                submission.stuck,
-                submission.events[:],
-                submission.restarts,
-                submission.cell_failures,
-            ) = saved
         return True
 
     # -- an argument ignored in favour of its default -----------------------------------------
@@ -126,7 +116,7 @@ class Diagnoses:
                 continue  # the contract's answer does not depend on it here
             try:
                 answer = self.submission.call(name, **copy.deepcopy(others))
-            except (StudentError, Unavailable):
+            except GradedOutcome:  # it raised, or its process died or cannot run: no answer
                 continue
             if same(answer, call.value):
                 return (
@@ -136,6 +126,33 @@ class Diagnoses:
                     f"`{parameter.name}` in favour of its default"
                 )
         return None
+
+
+# what a check that fails again may raise besides an Exception: pytest.fail, skip and xfail
+FAILING_AGAIN = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception)
+
+
+@contextlib.contextmanager
+def unchanged(submission: Submission) -> Iterator[None]:
+    """A diagnosis only adds words: what it does to the submission's record (a status, events,
+    restarts, cell failures, when a call it makes ends the child) is put back."""
+    saved = (
+        submission.status,
+        dict(submission.stuck),
+        list(submission.events),
+        submission.restarts,
+        dict(submission.cell_failures),
+    )
+    try:
+        yield
+    finally:
+        (
+            submission.status,
+            submission.stuck,
+            submission.events[:],
+            submission.restarts,
+            submission.cell_failures,
+        ) = saved
 
 
 def _shown(value: Any) -> str:

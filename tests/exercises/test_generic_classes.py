@@ -155,3 +155,26 @@ def test_state_kept_between_calls_is_named(
 ):
     result = grade(exercise, target, source, check, tmp_path, shared_sandbox)
     assert "something was kept between calls" in result.message, result.message
+
+
+def test_a_notebook_ending_its_process_when_asked_again_is_still_graded(tmp_path):
+    """The diagnosis asks the notebook again with an argument at its default; a notebook whose
+    process ends on that call is graded (the check fails as it did, with the status it had),
+    not a grader error."""
+    exercise = "ex1_numpy_attention"
+    source = (
+        "def make_qkv(seq_len=4, d_k=8, seed=0):\n"
+        "    if seed == 0:\n"
+        "        import os\n"
+        "        os._exit(1)\n"
+        "    rng = np.random.default_rng(seed)\n"
+        "    shape = (seq_len, d_k)\n"
+        "    return tuple(rng.standard_normal(shape).astype(np.float32) for _ in range(3))\n"
+    )
+    path = write_notebook(
+        source_notebook(exercise, replace={"make_qkv": source}), tmp_path / f"{exercise}.ipynb"
+    )
+    report = grade_notebook(path, seed=7, only=["test_make_qkv_shapes_and_dtype"])
+    (result,) = report.checks
+    assert not result.passed
+    assert report.status == "ok", report.events

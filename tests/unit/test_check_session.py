@@ -108,3 +108,52 @@ def test_seeds_are_per_grading(module_as_checks):
     module_as_checks(CHECKS.format(body="pass"))
     seeds = [run_checks(EX, unavailable(), base).results[0].seed for base in (1, 2, 1)]
     assert seeds[0] == seeds[2] != seeds[1]
+
+
+FAILS_THEN = """
+from autograder.authoring import check, fail
+
+
+@check(points=1, grade_id="g")
+def test_first(submission, seed):
+    if submission.fresh is not None:  # run again by a diagnosis of its failure
+        {on_rerun}
+    fail(f"seed {{seed}}")
+"""
+
+
+def test_what_escapes_a_hook_ends_the_grading_and_the_next_one_is_clean(
+    module_as_checks, own_sessions, shared_sandbox, tmp_path
+):
+    """An exception raised while a report is made (here by a diagnosis that runs the check
+    again) is not caught by pytest's protocol: the grading is an error, the session with the
+    check still set up is discarded, and the next submission's checks get the next submission."""
+    module_as_checks(FAILS_THEN.format(on_rerun="raise GeneratorExit"))
+    path = write_notebook(source_notebook(EX), tmp_path / f"{EX}.ipynb")
+    for seed in (1, 2):
+        with pytest.raises(GraderError, match="GeneratorExit"):
+            grade_notebook(path, seed=seed, shared=shared_sandbox.get())
+        assert own_sessions == {}
+
+
+@pytest.mark.parametrize("outcome", ["skip", "fail", "xfail"])
+def test_a_check_failing_again_with_a_pytest_outcome_is_only_failing_again(
+    module_as_checks, shared_sandbox, tmp_path, outcome
+):
+    module_as_checks(FAILS_THEN.format(on_rerun=f"__import__('pytest').{outcome}('again')"))
+    path = write_notebook(source_notebook(EX), tmp_path / f"{EX}.ipynb")
+    try:
+        report = grade_notebook(path, seed=5, shared=shared_sandbox.get())
+    except BaseException as error:  # noqa: BLE001 - an escaped skip would skip this test
+        pytest.fail(f"the grading raised {type(error).__name__}: {error}")
+    assert [(c.passed, c.message) for c in report.checks] == [
+        (False, f"seed {report.checks[0].seed}")
+    ]
+
+
+def test_the_warnings_checks_raise_are_not_kept_between_gradings(module_as_checks, own_sessions):
+    module_as_checks(CHECKS.format(body="__import__('warnings').warn('w', RuntimeWarning)"))
+    for base in (1, 2, 3):
+        run_checks(EX, unavailable(), base)
+        (session,) = own_sessions.values()
+        assert session.config.hook.pytest_warning_recorded._call_history == []

@@ -6,7 +6,7 @@ p, p+1, ... of a longer sequence, and the score of a rotated query and key depen
 distance m - n.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -58,7 +58,9 @@ def rope_input(rng: np.random.Generator, dtype=torch.float64) -> torch.Tensor:
             return tensor(rng, batch, heads, length, head_dim, dtype=dtype)
 
 
-def rotated(submission, mistakes, x: torch.Tensor, what: str, **kwargs) -> tuple[np.ndarray, list]:
+def rotated(
+    submission, mistakes, x: torch.Tensor, what: str, **kwargs
+) -> tuple[np.ndarray, Sequence]:
     """The student's apply_rope(x, **kwargs) as an array of x's shape, and the catalogue's."""
     answer = call_checked(submission, mistakes, "apply_rope", x, **kwargs)
     observed = as_array(answer.value, what, allow=("tensor",))
