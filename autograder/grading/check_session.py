@@ -128,7 +128,6 @@ class CheckSession:
     """A configured pytest session with the exercise's checks collected."""
 
     def __init__(self, exercise: str):
-        self.exercise = exercise
         self.router = _Router()
         self.config = _prepareconfig(pytest_arguments(checks_module_path(exercise)), [self.router])
         self.configured = False
