@@ -221,14 +221,28 @@ def _build_lock(cache: Path) -> Iterator[None]:
 
 
 def _private_dir(path: Path) -> Path:
-    """`path` if it is a folder of ours that no one else may enter, else a fresh one."""
+    """`path` if it is a folder of ours (not a link), made one that no one else may enter,
+    else a fresh one. Graders before 0.2.9 made it with mkdir's default mode (0755): it is
+    closed (0700) and used, not passed over, which made every grading process of such a host
+    build a font list of its own (1-2 CPU-s each). What anyone else could have put in it
+    while it was open is never read (`_font_lists`: plain files of ours with one link)."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    info = os.lstat(path)
-    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077:
-        return path
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # a link, or not a folder
+        fd = -1
+    if fd >= 0:
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+                if info.st_mode & 0o077:
+                    os.fchmod(fd, 0o700)
+                return path
+        finally:
+            os.close(fd)
     fresh = Path(tempfile.mkdtemp(prefix="attn-grade-mplcache-"))
     atexit.register(shutil.rmtree, fresh, ignore_errors=True)
     return fresh

@@ -103,3 +103,28 @@ def test_a_folder_another_user_made_is_not_used(shared_tmp):
     assert _cache(folder).stat().st_uid == 65534
     found = plumbing.mpl_font_files()
     assert found and all(b"forged" not in content for content in found.values())
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o775, 0o777], ids=["0755", "0775", "0777"])
+def test_a_folder_of_ours_left_open_is_closed_and_its_list_used(shared_tmp, monkeypatch, mode):
+    """Graders before 0.2.9 made the folder with mkdir's default mode (0755). Passed over as
+    not private, it made every grading process of an upgraded host build a font list of its
+    own (1-2 CPU-s each). It is closed and used; what another user put in it while it was open
+    is not read."""
+    import stat
+
+    folder, _ = shared_tmp
+    cache = _cache(folder)
+    cache.mkdir()
+    cache.chmod(mode)
+    ours = b'{"_version": 390, "ttflist": []}'
+    (cache / "fontlist-v390.json").write_bytes(ours)
+    if os.geteuid() == 0 and mode & 0o002:
+        _as_nobody(lambda: (cache / "fontlist-v1.json").write_text('{"forged": true}'))
+        assert (cache / "fontlist-v1.json").stat().st_uid == 65534
+    builds: list[Path] = []
+    monkeypatch.setattr(plumbing, "_build_font_lists", builds.append)
+    found = plumbing.mpl_font_files()
+    assert found == {"fontlist-v390.json": ours}
+    assert not builds, "a font list was built although one of ours was there"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
