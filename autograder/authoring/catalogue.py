@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import re
 import textwrap
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -32,13 +33,28 @@ def _class_segments(module: ModuleType) -> tuple[tuple[str, int, int, str], ...]
     per module object: a catalogue defines many classes, and each grading asks for their
     sources (a module loaded again is another object, parsed again)."""
     source = inspect.getsource(module)
+    lines = _LINE.findall(source)  # split once: ast.get_source_segment splits per call
     found = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef):
-            segment = ast.get_source_segment(source, node, padded=True)
-            if segment is not None:
-                found.append((node.name, node.lineno, node.end_lineno or node.lineno, segment))
+        if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+            segment = _segment(lines, node)
+            found.append((node.name, node.lineno, node.end_lineno, segment))
     return tuple(found)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")  # keeps ends; as ast's own split
+
+
+def _segment(lines: list[str], node: ast.ClassDef) -> str:
+    """ast.get_source_segment(source, node, padded=True), from the source's lines."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    col, end_col = node.col_offset, node.end_col_offset or 0
+    if first == last:
+        return lines[first].encode()[col:end_col].decode()
+    head = lines[first].encode()
+    padding = "".join(c if c in "\f\t" else " " for c in head[:col].decode())
+    body = [padding + head[col:].decode(), *lines[first + 1 : last]]
+    return "".join([*body, lines[last].encode()[:end_col].decode()])
 
 
 def _definition_source(implementation: Callable) -> str:
