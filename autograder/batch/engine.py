@@ -205,6 +205,9 @@ class Batch:
         self.trash = scratch_dir / "trash"
         progress = Progress(len(pending), "grading ")
         if pool is None:
+            from autograder.sandbox import isolation, warm
+
+            warm.start_early(isolation.choose())  # its imports overlap the grader's
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
             for item in pending:
                 result = worker.record(item.exercise, item.student, str(item.path))

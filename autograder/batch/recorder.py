@@ -296,6 +296,12 @@ def start_worker(batch: tuple[int, str], threads: int) -> None:
     signal.signal(signal.SIGINT, lambda *_: None)
     quiet_database_tracebacks()
     multiprocessing.util.Finalize(None, _end_worker, exitpriority=0)
+    from autograder.sandbox import isolation, warm
+
+    try:  # the template imports while this worker does (spawned) or takes its first submission
+        warm.start_early(isolation.choose())
+    except Exception:  # noqa: BLE001 - the first grading meets the same error, and says it
+        pass
     for name in WORKER_MODULES:
         importlib.import_module(name)
     import torch

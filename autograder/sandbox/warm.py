@@ -278,6 +278,24 @@ def template_for(level: isolation.Isolation) -> Template | None:
         return template
 
 
+def start_early(level: isolation.Isolation) -> None:
+    """Start this process's template for `level` in the background, now: a grading process
+    that knows it will grade starts it before its own imports of torch, nbgrader and the checks,
+    which then overlap the template's (a second or two each, on another CPU) instead of coming
+    before them. The first sandbox waits for it in `template_for` (the registry's lock); a
+    template that fails here is logged and the next `template_for` tries again, as ever."""
+    if not level.warm:
+        return
+
+    def start() -> None:
+        try:
+            template_for(level)
+        except Exception as error:  # noqa: BLE001 - the sandbox's own start tries again
+            _failed(f"a template could not start early ({type(error).__name__}: {error})")
+
+    threading.Thread(target=start, name="attn-grade-template-start", daemon=True).start()
+
+
 def start_supervisor(template: Template, output: int, child_fds: list[int]) -> WarmSupervisor:
     """A supervisor forked from `template`: its stdin and stdout are pipes to this process (in
     the returned WarmSupervisor), its stderr is `output`, and `child_fds` keep their numbers.

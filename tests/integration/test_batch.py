@@ -170,12 +170,14 @@ def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
 
 
 def nothing_starts_a_worker(course) -> None:
-    """A batch with nothing to grade (all up to date, or an unknown student) starts no worker:
-    the pool's fork server would load torch and nbgrader (about 2.5 CPU-s) for nothing."""
+    """A batch with nothing to grade (all up to date, or an unknown student) starts no worker
+    and no sandbox template: the pool's fork server would load torch and nbgrader (about 2.5
+    CPU-s) for nothing, a template torch, NumPy and matplotlib (about 1.5)."""
     import contextlib
 
     from autograder.batch import engine
     from autograder.core.errors import UsageError
+    from autograder.sandbox import warm
 
     opened = []
 
@@ -185,6 +187,7 @@ def nothing_starts_a_worker(course) -> None:
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "worker_pool", pool)
+        patch.setattr(warm, "start_early", opened.append)
         assert engine.autograde_course(course, [EXERCISE]) == 0
         with pytest.raises(UsageError, match="zed"):
             engine.autograde_course(course, [EXERCISE], student="zed")
