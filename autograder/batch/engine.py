@@ -51,7 +51,7 @@ from autograder.batch.table import (
 )
 from autograder.core import faults
 from autograder.core.errors import EnvironmentFailure, UsageError, environment_cause
-from autograder.core.registry import EXERCISES, grading_seconds
+from autograder.core.registry import EXERCISES, any_trains, grading_seconds
 from autograder.core.status import Status
 from autograder.course.api import CourseError, nbgrader_api
 
@@ -207,7 +207,8 @@ class Batch:
         if pool is None:
             from autograder.sandbox import isolation, warm
 
-            warm.start_early(isolation.choose())  # its imports overlap the grader's
+            trains = any_trains(item.exercise for item in pending)
+            warm.start_early(isolation.choose(), trains)  # its imports overlap the grader's
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
             for item in pending:
                 result = worker.record(item.exercise, item.student, str(item.path))
@@ -345,7 +346,12 @@ def autograde_course(
                 # part only, in one process or more
                 with (
                     scratch_folder(state) as scratch_dir,
-                    worker_pool(workers, len(pending), always=cluster is not None) as pool,
+                    worker_pool(
+                        workers,
+                        len(pending),
+                        always=cluster is not None,
+                        optimizers=any_trains(item.exercise for item in pending),
+                    ) as pool,
                 ):
                     batch.run(pending, pool, scratch_dir, cluster)
             reports = course_reports(api, course, batch.outcomes)

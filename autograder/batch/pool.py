@@ -16,10 +16,10 @@ class Workers:
     """The batch's worker processes. A pool whose worker died is broken for good (every
     submission it held fails), so the batch replaces it (`renew`); `stop` ends them at once."""
 
-    def __init__(self, count: int, context) -> None:
+    def __init__(self, count: int, context, optimizers: bool = False) -> None:
         from autograder.batch import recorder
 
-        self.count, self.context = count, context
+        self.count, self.context, self.optimizers = count, context, optimizers
         self.identity = recorder.batch_identity()
         self.generation = 0
         self.pool = self._new()
@@ -31,7 +31,7 @@ class Workers:
             max_workers=self.count,
             mp_context=self.context,
             initializer=recorder.start_worker,
-            initargs=(self.identity, threads_per_worker(self.count)),
+            initargs=(self.identity, threads_per_worker(self.count), self.optimizers),
         )
 
     def submit(self, function, *args) -> Future:
@@ -72,7 +72,9 @@ def threads_per_worker(workers: int) -> int:
 
 
 @contextlib.contextmanager
-def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Workers | None]:
+def worker_pool(
+    workers: int, jobs: int, always: bool = False, optimizers: bool = False
+) -> Iterator[Workers | None]:
     """The batch's worker processes for `jobs` submissions: at most `workers` and no more than
     there are jobs (None for one worker and not `always`: grading runs in this process). They
     are stopped at once when the block ends with an exception (a stop, a failure).
@@ -90,7 +92,8 @@ def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Worke
     dies with it (recorder._die_with_batch), and the fork server ends once no worker is left,
     so a killed batch leaves no worker, fork server or sandbox behind. The fork server's
     socket is in a private 0700 directory, out of the jail's sight (claim_temp_dir), and a
-    sandbox outside the jail cannot create UNIX sockets."""
+    sandbox outside the jail cannot create UNIX sockets. `optimizers`: the workers' sandbox
+    templates load what torch.optim's first optimizer loads (`Exercise.trains`)."""
     if workers <= 1 and not always:
         yield None
         return
@@ -98,7 +101,8 @@ def worker_pool(workers: int, jobs: int, always: bool = False) -> Iterator[Worke
 
     claim_temp_dir()
     end_fork_server_at_exit()
-    pool = Workers(max(min(workers, jobs), 1), pool_context(recorder.WORKER_MODULES))
+    context = pool_context(recorder.WORKER_MODULES)
+    pool = Workers(max(min(workers, jobs), 1), context, optimizers)
     try:
         yield pool
     except BaseException:

@@ -71,6 +71,11 @@ class Exercise:
     # "What probes cannot prove"). Kept by hand: tests/security/test_probe_stakes.py fails when
     # a check starts or stops using a probe, so that the list is changed on purpose.
     probe_checks: frozenset[str] = frozenset()
+    # Its notebooks and checks train with torch.optim. The first optimizer of a process loads
+    # the rest of torch (torch._dynamo, sympy: about 0.9 CPU-s): a batch that grades such an
+    # exercise has its sandbox template load it once, instead of every child that trains
+    # (sandbox/warm.py). tests/unit/test_registry.py holds it to the reference.
+    trains: bool = False
 
 
 class IncompleteExercise(RuntimeError):
@@ -189,3 +194,8 @@ def core_exercises() -> tuple[str, ...]:
 
 def grading_seconds(exercise: str) -> float:
     return declaration(exercise).grading_seconds
+
+
+def any_trains(exercises) -> bool:
+    """Whether one of `exercises` trains with torch.optim (`Exercise.trains`)."""
+    return any(declaration(exercise).trains for exercise in exercises)

@@ -99,8 +99,9 @@ class WarmSupervisor:
 class Template:
     """One template process and the socket to it."""
 
-    def __init__(self, in_jail: bool):
+    def __init__(self, in_jail: bool, optimizers: bool = False):
         self.in_jail = in_jail
+        self.optimizers = optimizers  # it has loaded what torch.optim's first optimizer loads
         self.pid = 0  # the template's pid as this process sees it (in the jail: not bwrap's)
         self.process: subprocess.Popen | None = None
         self.home: Path | None = None  # the work dir of a template outside the jail
@@ -132,7 +133,7 @@ class Template:
                 files=dict(zip(files, file_fds, strict=True)),
                 work_bytes=64 << 20,
                 unprivileged=False,
-                argv=[*python, f"{jail.RUNTIME_MOUNT}/template.py", str(theirs.fileno())],
+                argv=[*python, f"{jail.RUNTIME_MOUNT}/template.py", *self._arguments(theirs)],
                 environment=child_environment(Path(jail.WORK_MOUNT), "/tmp"),
             )
             cwd, env = "/", {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
@@ -142,7 +143,7 @@ class Template:
                 (self.home / sub).mkdir()
             for name, content in mpl_font_files().items():
                 (self.home / "mpl" / name).write_bytes(content)
-            command = [*python, str(runtime / "template.py"), str(theirs.fileno())]
+            command = [*python, str(runtime / "template.py"), *self._arguments(theirs)]
             cwd, env = str(self.home), child_environment(self.home, f"{self.home}/tmp")
         with RUNNING_LOCK:  # never taken for an orphan by a sandbox's close() (kill_adopted)
             try:
@@ -165,6 +166,9 @@ class Template:
         if not message.get("ready"):
             raise TemplateFailed(f"the template did not start: {self.errors()}")
         self.pid = pid
+
+    def _arguments(self, theirs: socket.socket) -> list[str]:
+        return [str(theirs.fileno()), *(["optimizers"] if self.optimizers else [])]
 
     def _collect_errors(self) -> None:
         stream = self.process.stderr if self.process is not None else None
@@ -257,10 +261,12 @@ _REGISTRY = threading.Lock()
 _FAILED: list[str] = []  # why templates failed in this process
 
 
-def template_for(level: isolation.Isolation) -> Template | None:
+def template_for(level: isolation.Isolation, optimizers: bool = False) -> Template | None:
     """This process's template for sandboxes at `level`, started (or replaced, if it died) now;
     None when they start cold: `level.warm` is off, or templates failed here MAX_FAILURES
-    times (each failure is logged)."""
+    times (each failure is logged). `optimizers`: a template started now also loads what the
+    first torch.optim optimizer of a process loads (a running one is used as it is; one that
+    replaces it keeps its choice)."""
     if not level.warm or len(_FAILED) >= MAX_FAILURES:
         return None
     with _REGISTRY:
@@ -268,9 +274,10 @@ def template_for(level: isolation.Isolation) -> Template | None:
         if template is not None and template.alive:
             return template
         if template is not None:
+            optimizers = optimizers or template.optimizers
             discard(template)
         try:
-            template = Template(level.jail)
+            template = Template(level.jail, optimizers)
         except (TemplateFailed, OSError) as error:
             _failed(f"a template could not start ({error}); this sandbox starts cold")
             return None
@@ -278,18 +285,19 @@ def template_for(level: isolation.Isolation) -> Template | None:
         return template
 
 
-def start_early(level: isolation.Isolation) -> None:
+def start_early(level: isolation.Isolation, optimizers: bool = False) -> None:
     """Start this process's template for `level` in the background, now: a grading process
     that knows it will grade starts it before its own imports of torch, nbgrader and the checks,
     which then overlap the template's (a second or two each, on another CPU) instead of coming
     before them. The first sandbox waits for it in `template_for` (the registry's lock); a
-    template that fails here is logged and the next `template_for` tries again, as ever."""
+    template that fails here is logged and the next `template_for` tries again, as ever.
+    `optimizers`: the batch grades an exercise that trains (`Exercise.trains`)."""
     if not level.warm:
         return
 
     def start() -> None:
         try:
-            template_for(level)
+            template_for(level, optimizers)
         except Exception as error:  # noqa: BLE001 - the sandbox's own start tries again
             _failed(f"a template could not start early ({type(error).__name__}: {error})")
 

@@ -276,3 +276,37 @@ def test_a_warm_child_holds_nothing_a_cold_one_does_not():
             os.environ.pop(isolation.WARM_VARIABLE, None)
     empty = {"frames": [], "objects": 0, "exception": "None", "grader_modules": []}
     assert found == {True: empty, False: empty}
+
+
+@pytest.mark.skipif(_missing("jail") is not None, reason=str(_missing("jail")))
+def test_a_template_that_loads_what_optimizers_load_changes_nothing_else():
+    """A batch whose exercises train has its template load what torch.optim's first optimizer
+    loads (torch._dynamo, sympy), once, instead of every child that trains. Its child starts as
+    a cold one otherwise: the same first line (the same room in the address space: the extra
+    imports are added to its limit too) and nothing of the template or the grader left."""
+    from autograder.sandbox import warm
+    from autograder.sandbox.process import Sandbox
+    from tests.support.warm_probe import call, first_line, run
+
+    level = isolation.choose("jail")
+    warm.close_all()
+    try:
+        template = warm.template_for(level, optimizers=True)
+        assert template is not None and template.optimizers
+        warm_facts, cold_facts = first_line(level, True), first_line(level, False)
+        assert warm.template_for(level) is template, "the sandboxes used another template"
+        with Sandbox(level=level) as sandbox:
+            run(sandbox, LEFTOVERS + "\nimport sys as _s\n_LOADED = 'torch._dynamo' in _s.modules")
+            run(sandbox, "def _loaded():\n    return _LOADED")
+            left, loaded = call(sandbox, "_leftovers"), call(sandbox, "_loaded")
+    finally:
+        warm.close_all()
+    assert (warm_facts["warm"], cold_facts["warm"], loaded) == (True, False, True)
+    assert abs(warm_facts["room"] - cold_facts["room"]) < 16 << 20
+    differ = {"warm", "cgroups", "sandbox_group", "rlimits", "room", "writes_outside"}
+    assert {
+        k: (v, cold_facts[k])
+        for k, v in warm_facts.items()
+        if k not in differ and v != cold_facts[k]
+    } == {}
+    assert left == {"frames": [], "objects": 0, "exception": "None", "grader_modules": []}

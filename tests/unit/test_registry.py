@@ -143,3 +143,14 @@ def test_the_table_detector_sees_a_table():
     every = ", ".join(f'"{short_name(e)}"' for e in EXERCISES)
     assert _literal_ids(ast.parse(f"({every})").body[0].value) == len(EXERCISES)  # type: ignore[attr-defined]
     assert _literal_ids(ast.parse('("ex1", "ex3")').body[0].value) == 0  # type: ignore[attr-defined]
+
+
+def test_an_exercise_trains_when_its_reference_uses_torch_optim():
+    """`Exercise.trains` says which batches have their sandbox template load what the first
+    optimizer loads; one declared wrong costs every training child about 0.9 CPU-s (or every
+    template as much for nothing)."""
+    from autograder.core.registry import EXERCISES, declaration, reference_path
+
+    uses = {ex: "torch.optim." in reference_path(ex).read_text() for ex in EXERCISES}
+    assert {ex: declaration(ex).trains for ex in EXERCISES} == uses
+    assert any(uses.values()) and not all(uses.values())

@@ -5,6 +5,7 @@ from autograder.core.registry import Exercise
 EXERCISE = Exercise(
     title="A TransformerEncoder classifier with mean pooling, against an LSTM",
     grading_seconds=6.1,
+    trains=True,
     demo_mistake="batch_first_forgotten",
     checks_of={
         "make_mean_dataset": ("test_mean_dataset",),

@@ -5,6 +5,7 @@ from autograder.core.registry import Exercise
 EXERCISE = Exercise(
     title="The causal mask, and a small causal transformer on a sine wave",
     grading_seconds=4.3,
+    trains=True,
     demo_mistake="reversed_triangle",
     checks_of={
         "causal_mask": ("test_causal_mask",),

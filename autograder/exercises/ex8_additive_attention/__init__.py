@@ -5,6 +5,7 @@ from autograder.core.registry import Exercise
 EXERCISE = Exercise(
     title="Additive, multiplicative and scaled dot-product attention",
     grading_seconds=9.0,
+    trains=True,
     demo_mistake="softmax_over_the_singleton_axis",
     checks_of={
         "AdditiveAttention": ("test_additive",),

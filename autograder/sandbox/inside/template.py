@@ -2,10 +2,11 @@
 and matplotlib, and from which each sandbox's supervisor is forked. It never runs a line of
 student code and never reads a file a child could have written.
 
-Started by the grader as `python -s template.py SOCKET_FD` with the child's environment for a
-work dir of its own: in the jail, under bubblewrap exactly as a cold supervisor is; at the other
-levels as a plain process. It runs as the grader's uid (root: warm starts are for a root grader,
-whose children each get a uid of their own), is not dumpable and runs no second thread.
+Started by the grader as `python -s template.py SOCKET_FD [optimizers]` with the child's
+environment for a work dir of its own: in the jail, under bubblewrap exactly as a cold
+supervisor is; at the other levels as a plain process. It runs as the grader's uid (root: warm
+starts are for a root grader, whose children each get a uid of their own), is not dumpable and
+runs no second thread.
 Protocol on the socket (AF_UNIX, SOCK_SEQPACKET; the grader's end has SO_PASSCRED, so the
 kernel tells it who sent each message, with the pid as the grader sees it):
 - the template sends {"ready": ...} once its imports are done;
@@ -57,7 +58,9 @@ PRELOADED_BYTES = 0
 
 def preload() -> None:
     """What every child imports (torch through the probes' capture before the first cell, the
-    rest in the notebook's setup cell), imported once here."""
+    rest in the notebook's setup cell), imported once here; with `optimizers`, also what the
+    first torch.optim optimizer of a process imports (torch._dynamo, about 0.9 CPU-s), for the
+    children of a batch whose exercises train."""
     global PRELOADED_BYTES
     import child  # noqa: F401 - the runtime: wire format, probes, stand-ins' proxies
     import trusted
@@ -69,6 +72,9 @@ def preload() -> None:
 
     matplotlib.use("agg")
     import matplotlib.pyplot
+
+    if "optimizers" in sys.argv[2:]:  # what a process's first torch.optim optimizer loads
+        import torch._dynamo  # noqa: F401
 
     PRELOADED_BYTES = max(address_space() - cold, 0)
 
