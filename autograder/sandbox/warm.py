@@ -161,6 +161,9 @@ class Template:
             finally:
                 for fd in file_fds:
                     os.close(fd)
+                # the template has its end now: with ours the only one left here, a template that
+                # dies while it starts is EOF at once (it used to be READY_TIMEOUT, 120 s, later)
+                theirs.close()
         threading.Thread(target=self._collect_errors, daemon=True).start()
         message, pid = self._receive(READY_TIMEOUT)
         if not message.get("ready"):

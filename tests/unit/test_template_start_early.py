@@ -19,13 +19,13 @@ class FakeTemplate:
     release = threading.Event()
     fail = False
 
-    def __init__(self, in_jail: bool):
+    def __init__(self, in_jail: bool, optimizers: bool = False):
         # a real template takes a second or two to import: this one until the test says so
         if not self.release.wait(timeout=10):
             raise AssertionError("start_early waited for the template to be ready")
         if FakeTemplate.fail:
             raise warm.TemplateFailed("no python here")
-        self.in_jail, self.alive = in_jail, True
+        self.in_jail, self.optimizers, self.alive = in_jail, optimizers, True
         FakeTemplate.made.append(self)
 
     def close(self) -> None:
@@ -43,7 +43,7 @@ def fake(monkeypatch):
 
 
 def test_the_template_starts_in_the_background_and_the_first_sandbox_uses_it(fake):
-    warm.start_early(LEVEL)  # returns while the template is still starting
+    warm.start_early(LEVEL, optimizers=True)  # returns while the template is still starting
     got: list = []
     first = threading.Thread(target=lambda: got.append(warm.template_for(LEVEL)))
     first.start()
@@ -52,6 +52,7 @@ def test_the_template_starts_in_the_background_and_the_first_sandbox_uses_it(fak
     fake.release.set()
     first.join(timeout=60)
     assert len(fake.made) == 1 and got == fake.made, "one template, the one started early"
+    assert fake.made[0].optimizers, "the batch's choice reached the template"
     assert warm._FAILED == []
 
 
@@ -74,3 +75,26 @@ def test_no_template_starts_where_sandboxes_start_cold(fake, monkeypatch):
     warm.start_early(cold)
     assert not cold.warm
     assert not [t for t in threading.enumerate() if t.name == "attn-grade-template-start"]
+
+
+def test_a_template_that_dies_while_it_starts_is_noticed_at_once(tmp_path, monkeypatch):
+    """A template that dies before it is ready (a worker exiting while its template starts
+    removes the runtime it was starting from) is a failure as soon as it ends: it used to be
+    noticed only after READY_TIMEOUT, while this process's own end of the template's socket
+    kept it open, and a batch worker's exit waited 120 s for it."""
+    (tmp_path / "template.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(warm, "jail_runtime", lambda: tmp_path)
+    monkeypatch.setattr(warm, "READY_TIMEOUT", 100_000.0)
+    failed: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            warm.Template(in_jail=False)
+        except warm.TemplateFailed as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "still waiting for a template that has ended"
+    assert failed and "ended" in str(failed[0])

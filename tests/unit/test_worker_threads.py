@@ -5,6 +5,7 @@ spin-wait on each other's threads."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -34,3 +35,32 @@ def test_each_worker_of_the_pool_runs_torch_on_its_share(monkeypatch):
         assert workers is not None
         answers = {workers.submit(_torch_threads).result(timeout=120) for _ in range(4)}
     assert answers == {3}
+
+
+def _template_started_for_optimizers() -> list[bool]:
+    from autograder.sandbox import warm
+
+    return [template.optimizers for template in warm._TEMPLATES.values()]
+
+
+@pytest.mark.parametrize("optimizers", [True, False])
+def test_each_worker_starts_its_template_as_the_batch_says(optimizers):
+    """A batch whose exercises train (`Exercise.trains`) has every worker's sandbox template
+    load what the first optimizer loads; any other batch does not pay for it."""
+    from autograder.core.registry import any_trains
+    from autograder.sandbox import isolation
+
+    if not isolation.choose().warm:
+        pytest.skip("sandboxes start cold here (warm starts are for a root grader)")
+    assert any_trains(["ex1_numpy_attention", "ex8_additive_attention"])
+    assert not any_trains(["ex1_numpy_attention", "ex2_attention_heatmap"])
+    with pool.worker_pool(2, 2, optimizers=optimizers) as workers:
+        assert workers is not None
+        seen = set()
+        for _ in range(60):  # each worker's early start ends within a template's start
+            found = workers.submit(_template_started_for_optimizers).result(timeout=120)
+            seen.update(found)
+            if found:
+                break
+            time.sleep(1)
+    assert seen == {optimizers}
