@@ -62,7 +62,9 @@ def grade_on_worker(
     from autograder.audit.digest import checks_digest
     from autograder.batch import dask_results
     from autograder.batch.recorder import grade_file
+    from autograder.core.registry import any_trains
     from autograder.grading.runner import GRADING_LOCK
+    from autograder.sandbox import isolation, warm
     from autograder.sandbox.isolation import ENVIRONMENT_VARIABLE
 
     try:
@@ -79,6 +81,8 @@ def grade_on_worker(
     try:
         with GRADING_LOCK, tempfile.TemporaryDirectory(prefix="attn-grade-task-") as folder:
             os.environ[ENVIRONMENT_VARIABLE] = level
+            if any_trains([exercise]):  # this worker's template, if it starts now, loads it too
+                warm.template_for(isolation.choose(), optimizers=True)
             path = Path(folder) / f"{exercise}.ipynb"
             path.write_bytes(notebook)
             return dask_results.encode(grade_file(exercise, student, str(path)))

@@ -98,3 +98,28 @@ def test_a_template_that_dies_while_it_starts_is_noticed_at_once(tmp_path, monke
     thread.join(timeout=60)
     assert not thread.is_alive(), "still waiting for a template that has ended"
     assert failed and "ended" in str(failed[0])
+
+
+@pytest.mark.parametrize(
+    ("exercise", "asked"), [("ex8_additive_attention", [True]), ("ex1_numpy_attention", [])]
+)
+def test_a_dask_task_of_an_exercise_that_trains_has_the_template_load_it(
+    monkeypatch, exercise, asked
+):
+    """On a Dask worker the first task of an exercise that trains starts the worker's template
+    with what the first optimizer loads; a task of another exercise leaves the template as it
+    is (started plain by its first sandbox, or already running)."""
+    from autograder.audit.digest import checks_digest
+    from autograder.batch import dask_cluster, recorder
+
+    calls: list[bool] = []
+    monkeypatch.setattr(
+        warm, "template_for", lambda level, optimizers=False: calls.append(optimizers)
+    )
+    monkeypatch.setattr(recorder, "grade_file", lambda *args: {"graded": True})
+    monkeypatch.setattr("autograder.batch.dask_results.encode", lambda *a, **k: b"{}")
+    level = isolation.choose().level
+    monkeypatch.setenv(isolation.ENVIRONMENT_VARIABLE, level)
+    answer = dask_cluster.grade_on_worker(exercise, "s", b"{}", level, checks_digest(exercise))
+    assert answer == b"{}"
+    assert calls == asked
