@@ -198,11 +198,15 @@ def _build_lock(cache: Path) -> Iterator[None]:
     """An exclusive flock on `cache`/.build-lock (the folder is ours, 0700: `_private_dir`),
     released when the build ends or its process dies. Never through a link; where the lock
     cannot be had, or is held past a build's timeout, the build goes on without it."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
     try:
-        fd = os.open(
-            cache / ".build-lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
+        fd = os.open(cache / ".build-lock", flags, 0o600)
     except OSError:
+        yield
+        return
+    info = os.fstat(fd)
+    if not (stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()):  # not our lock file
+        os.close(fd)
         yield
         return
     try:
@@ -221,11 +225,12 @@ def _build_lock(cache: Path) -> Iterator[None]:
 
 
 def _private_dir(path: Path) -> Path:
-    """`path` if it is a folder of ours (not a link), made one that no one else may enter,
-    else a fresh one. Graders before 0.2.9 made it with mkdir's default mode (0755): it is
-    closed (0700) and used, not passed over, which made every grading process of such a host
-    build a font list of its own (1-2 CPU-s each). What anyone else could have put in it
-    while it was open is never read (`_font_lists`: plain files of ours with one link)."""
+    """`path` if it is a folder of ours (not a link) that no one else could write into, made
+    one that no one else may enter, else a fresh one. Graders before 0.2.9 made it with
+    mkdir's default mode (0755): it is closed (0700) and used, not passed over, which made
+    every grading process of such a host build a font list of its own (1-2 CPU-s each). One
+    that others could write into (0775, 0777) may hold anything (a FIFO that blocks a read, a
+    folder where a file should be) and is passed over as before."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -237,7 +242,12 @@ def _private_dir(path: Path) -> Path:
     if fd >= 0:
         try:
             info = os.fstat(fd)
-            if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            # a folder others could write into (0775, 0777) may hold anything: never used
+            if (
+                stat.S_ISDIR(info.st_mode)
+                and info.st_uid == os.getuid()
+                and not info.st_mode & 0o022
+            ):
                 if info.st_mode & 0o077:
                     os.fchmod(fd, 0o700)
                 return path
@@ -253,16 +263,25 @@ def _font_lists(cache: Path) -> dict[str, bytes]:
     for entry in os.scandir(cache):
         if not (entry.name.startswith("fontlist-") and entry.name.endswith(".json")):
             continue
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
         try:
-            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(entry.path, flags)  # O_NONBLOCK: a FIFO does not block the open
         except OSError:
             continue  # a link, or gone
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1:
+        try:
+            info = os.fstat(fd)
+            if not (
+                stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and info.st_nlink == 1
+            ):
+                continue  # a folder, FIFO, socket, someone else's file, a hard link
+            with os.fdopen(os.dup(fd), "rb") as handle:
                 content = handle.read(64 << 20)
-                if _whole_json(content):  # not one cut short (an older grader's killed build)
-                    found[entry.name] = content
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if _whole_json(content):  # not one cut short (an older grader's killed build)
+            found[entry.name] = content
     return found
 
 

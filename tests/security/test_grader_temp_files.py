@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -105,26 +106,77 @@ def test_a_folder_another_user_made_is_not_used(shared_tmp):
     assert found and all(b"forged" not in content for content in found.values())
 
 
-@pytest.mark.parametrize("mode", [0o755, 0o775, 0o777], ids=["0755", "0775", "0777"])
-def test_a_folder_of_ours_left_open_is_closed_and_its_list_used(shared_tmp, monkeypatch, mode):
+def test_a_folder_of_ours_an_older_grader_left_open_is_closed_and_its_list_used(
+    shared_tmp, monkeypatch
+):
     """Graders before 0.2.9 made the folder with mkdir's default mode (0755). Passed over as
     not private, it made every grading process of an upgraded host build a font list of its
-    own (1-2 CPU-s each). It is closed and used; what another user put in it while it was open
-    is not read."""
-    import stat
-
+    own (1-2 CPU-s each). No one else could write into it: it is closed and used."""
     folder, _ = shared_tmp
     cache = _cache(folder)
     cache.mkdir()
-    cache.chmod(mode)
+    cache.chmod(0o755)
     ours = b'{"_version": 390, "ttflist": []}'
     (cache / "fontlist-v390.json").write_bytes(ours)
-    if os.geteuid() == 0 and mode & 0o002:
-        _as_nobody(lambda: (cache / "fontlist-v1.json").write_text('{"forged": true}'))
-        assert (cache / "fontlist-v1.json").stat().st_uid == 65534
     builds: list[Path] = []
     monkeypatch.setattr(plumbing, "_build_font_lists", builds.append)
     found = plumbing.mpl_font_files()
     assert found == {"fontlist-v390.json": ours}
     assert not builds, "a font list was built although one of ours was there"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def _planted_fifo(cache: Path) -> None:
+    os.mkfifo(cache / "fontlist-v999.json")
+
+
+def _planted_folder(cache: Path) -> None:
+    (cache / "fontlist-v998.json").mkdir()
+
+
+def _planted_lock(cache: Path) -> None:
+    os.mkfifo(cache / ".build-lock")
+
+
+def _in_thread(function):
+    import threading
+
+    found: list = []
+    worker = threading.Thread(target=lambda: found.append(function()), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "still blocked"
+    return found[0] if found else None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's plant needs root to set up")
+@pytest.mark.parametrize("mode", [0o775, 0o777], ids=["0775", "0777"])
+@pytest.mark.parametrize("plant", [_planted_fifo, _planted_folder, _planted_lock])
+def test_a_folder_of_ours_others_could_write_into_is_passed_over(shared_tmp, mode, plant):
+    """One that others could write into may hold anything they left there: a FIFO named like a
+    font list blocked every grading process's read of it for good, a folder so named failed
+    every sandbox (an independent reviewer, against the first version of the change above)."""
+    folder, _ = shared_tmp
+    cache = _cache(folder)
+    cache.mkdir()
+    os.chown(cache, os.getuid(), 65534)  # nobody's group: 0775 lets it write too
+    cache.chmod(mode)
+    _as_nobody(lambda: plant(cache))
+    found = _in_thread(plumbing.mpl_font_files)
+    assert found, "the grader builds a font list of its own instead"
+    assert stat.S_IMODE(cache.stat().st_mode) == mode, "the folder was taken over"
+
+
+@pytest.mark.parametrize("plant", [_planted_fifo, _planted_folder, _planted_lock])
+def test_what_is_no_plain_file_in_our_folder_is_skipped(shared_tmp, plant):
+    """Whatever is in the folder, the font lists read are plain files of ours: a FIFO does not
+    block the read, a folder does not fail it, and no descriptor is left open."""
+    folder, _ = shared_tmp
+    cache = _cache(folder)
+    cache.mkdir(mode=0o700)
+    plant(cache)
+    before = len(os.listdir("/proc/self/fd"))
+    found = _in_thread(plumbing.mpl_font_files)
+    assert found and all(name.startswith("fontlist-") for name in found)
+    assert "fontlist-v999.json" not in found and "fontlist-v998.json" not in found
+    assert len(os.listdir("/proc/self/fd")) <= before
