@@ -347,10 +347,9 @@ def jail_runtime() -> Path:
     """A read-only copy of the runtime (and the files bubblewrap copies into the jail), made
     once per grading process and bound at /opt/attn-grade: the jail never sees the package."""
     root = jail_runtime_root()
-    if not (root / "supervisor.py").exists():
+    if not (root / "supervisor.py").exists():  # written last: a copy cut short is made again
         for name in RUNTIME_FILES:
             shutil.copy(RUNTIME_DIR / name, root / name)
-        shutil.copy(SUPERVISOR, root / "supervisor.py")
         shutil.copy(SECCOMP, root / "seccomp.py")
         shutil.copy(TEMPLATE, root / "template.py")
         for name, content in mpl_font_files().items():
@@ -358,6 +357,9 @@ def jail_runtime() -> Path:
         for path in root.iterdir():
             path.chmod(0o644)
         root.chmod(0o755)
+        shutil.copy(SUPERVISOR, root / ".supervisor.py")
+        (root / ".supervisor.py").chmod(0o644)
+        os.replace(root / ".supervisor.py", root / "supervisor.py")
     return root
 
 

@@ -180,3 +180,24 @@ def test_what_is_no_plain_file_in_our_folder_is_skipped(shared_tmp, plant):
     assert found and all(name.startswith("fontlist-") for name in found)
     assert "fontlist-v999.json" not in found and "fontlist-v998.json" not in found
     assert len(os.listdir("/proc/self/fd")) <= before
+
+
+def test_a_runtime_copy_cut_short_is_made_again(tmp_path, monkeypatch):
+    """The jail's runtime copy counts as made once its supervisor.py is there: that file comes
+    last, so a copy that failed halfway (a font list that could not be read) is made again by
+    the next sandbox instead of being used without its font lists and modes."""
+    monkeypatch.setattr(plumbing, "jail_runtime_root", lambda: tmp_path)
+    calls = []
+
+    def failing_once():
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("cut short")
+        return {"fontlist-v1.json": b"{}"}
+
+    monkeypatch.setattr(plumbing, "mpl_font_files", failing_once)
+    with pytest.raises(OSError):
+        plumbing.jail_runtime()
+    root = plumbing.jail_runtime()
+    assert (root / "supervisor.py").exists() and (root / "fontlist-v1.json").exists()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o755
