@@ -204,11 +204,7 @@ class Batch:
             client = connect(scheduler)
         self.trash = scratch_dir / "trash"
         progress = Progress(len(pending), "grading ")
-        if pool is None:
-            from autograder.sandbox import isolation, warm
-
-            trains = any_trains(item.exercise for item in pending)
-            warm.start_early(isolation.choose(), trains)  # its imports overlap the grader's
+        if pool is None:  # its sandbox template is starting already (pool.worker_pool)
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
             for item in pending:
                 result = worker.record(item.exercise, item.student, str(item.path))

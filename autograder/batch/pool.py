@@ -93,8 +93,15 @@ def worker_pool(
     so a killed batch leaves no worker, fork server or sandbox behind. The fork server's
     socket is in a private 0700 directory, out of the jail's sight (claim_temp_dir), and a
     sandbox outside the jail cannot create UNIX sockets. `optimizers`: the workers' sandbox
-    templates load what torch.optim's first optimizer loads (`Exercise.trains`)."""
+    templates load what torch.optim's first optimizer loads (`Exercise.trains`).
+
+    Grading in this process (None) starts this process's sandbox template now, in the
+    background (sandbox.warm.start_early): its imports overlap the grader's own. Each worker
+    starts its own as it starts (recorder.start_worker)."""
     if workers <= 1 and not always:
+        from autograder.sandbox import isolation, warm
+
+        warm.start_early(isolation.choose(), optimizers)
         yield None
         return
     from autograder.batch import recorder

@@ -5,6 +5,7 @@ sandbox then uses that template, not a second one, and waits for it if it is not
 from __future__ import annotations
 
 import threading
+import time
 from typing import ClassVar
 
 import pytest
@@ -123,3 +124,25 @@ def test_a_dask_task_of_an_exercise_that_trains_has_the_template_load_it(
     answer = dask_cluster.grade_on_worker(exercise, "s", b"{}", level, checks_digest(exercise))
     assert answer == b"{}"
     assert calls == asked
+
+
+@pytest.mark.parametrize("optimizers", [True, False])
+def test_grading_in_the_batch_process_starts_its_template_as_the_pool_opens(
+    fake, monkeypatch, optimizers
+):
+    """One worker: the batch grades in its own process, whose template starts in the
+    background as `worker_pool` decides so (the one home of that choice), loading what the
+    first optimizer loads only when the batch trains."""
+    from autograder.batch import pool
+
+    monkeypatch.setattr(isolation, "choose", lambda: LEVEL)
+    with pool.worker_pool(1, 3, optimizers=optimizers) as workers:
+        assert workers is None
+        assert FakeTemplate.made == []  # still importing, in the background
+        fake.release.set()
+        for _ in range(200):  # started by the pool, not by a sandbox: nothing asks for it here
+            if FakeTemplate.made:
+                break
+            time.sleep(0.05)
+        assert [template.optimizers for template in FakeTemplate.made] == [optimizers]
+        assert warm.template_for(LEVEL) is FakeTemplate.made[0]
