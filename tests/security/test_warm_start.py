@@ -38,6 +38,12 @@ LEVELS: dict[str, tuple[str, dict[str, str], list[str]]] = {
     "docker": ("uid", {"ATTN_GRADE_CGROUPS": "0"}, DOCKER),
     "docker-without-landlock": ("uid", {"ATTN_GRADE_CGROUPS": "0", **NO_LANDLOCK}, DOCKER),
 }
+# The levels whose template also loads what torch.optim's first optimizer loads, as a training
+# batch's does (Exercise.trains): every test here then holds for that template outside the
+# jail, in a container, with and without Landlock (in the jail:
+# test_a_template_that_loads_what_optimizers_load_changes_nothing_else); the others keep the
+# plain template.
+OPTIMIZERS = {"docker", "docker-without-landlock"}
 # What a child reaches of its template where nothing hides other processes' /proc (no
 # CAP_SYS_ADMIN for a private /proc, no Landlock): the world-readable files of a root process
 # whose memory holds the public runtime and the modules every child imports; the same files of
@@ -87,7 +93,8 @@ def measured():
         env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_WARM_MARKER": marker, **extra}
         env.pop(isolation.WARM_VARIABLE, None)
         done = subprocess.run(
-            [*prefix, python, "-m", "tests.support.warm_probe", level],
+            [*prefix, python, "-m", "tests.support.warm_probe", level]
+            + (["optimizers"] if name in OPTIMIZERS else []),
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -166,6 +173,14 @@ def test_a_later_child_of_the_template_finds_nothing_of_an_earlier_one(name, mea
     assert [a != b for a, b in zip(second, third, strict=True)] == [True, True, True]
     assert traces["seeded_draws"] not in (second, third)
     assert found["lingering"] == []
+
+
+@pytest.mark.parametrize("name", LEVEL_PARAMS)
+def test_each_level_measured_the_template_it_was_meant_to(name, measured):
+    """The tests above measured a template with what the first optimizer loads where OPTIMIZERS
+    says, and a plain one elsewhere: the template says so, and a warm child finds it."""
+    expected = name in OPTIMIZERS
+    assert measured(name)["optimizers"] == {"templates": [expected], "child": expected}
 
 
 @pytest.mark.parametrize("name", LEVEL_PARAMS)

@@ -1,6 +1,8 @@
 """Warm starts measured from inside the child at one isolation level (sandbox/warm.py).
 
-Run as `python -m tests.support.warm_probe LEVEL` with the interpreter the level needs, and
+Run as `python -m tests.support.warm_probe LEVEL [optimizers]` with the interpreter the level
+needs (`optimizers`: the template loads what torch.optim's first optimizer loads, as a training
+batch's does), and
 $ATTN_WARM_MARKER the marker of what the first child leaves (never on a command line: at a
 level without a private /proc a child reads command lines);
 prints one JSON object with
@@ -10,7 +12,9 @@ prints one JSON object with
   pids as the child sees them), and whether both were still there afterwards;
 - `traces`: what a second child of the same template finds of everything the first one left
   (files, environment, patched modules, processes, random state);
-- `replaced`: sandboxes started after the template was killed.
+- `replaced`: sandboxes started after the template was killed;
+- `optimizers`: whether each template that was used had loaded torch._dynamo (what the first
+  optimizer loads), as the template says and as a warm child finds in its own modules.
 Used by tests/security/test_warm_start.py.
 """
 
@@ -322,6 +326,9 @@ def _alive(pid: int) -> bool:
 def main() -> None:
     chosen = isolation.choose(sys.argv[1])
     marker = os.environ["ATTN_WARM_MARKER"]
+    optimizers = sys.argv[2:] == ["optimizers"]
+    if optimizers:  # every sandbox below uses it (or, once it is killed, its replacement)
+        assert warm.template_for(chosen, optimizers=True) is not None
     found = {
         "level": chosen.describe(),
         "first_line": {
@@ -331,8 +338,23 @@ def main() -> None:
         "reach": reach(chosen),
         "traces": traces(chosen, marker),
         "replaced": replaced(chosen),
+        "optimizers": {
+            "templates": [template.optimizers for template in warm._TEMPLATES.values()],
+            "child": dynamo_loaded(chosen),
+        },
     }
     print(json.dumps(found))
+
+
+def dynamo_loaded(level: isolation.Isolation) -> bool:
+    """Whether a warm child has torch._dynamo loaded before its first line (from its template)."""
+    sandbox = started(level)
+    try:
+        run(sandbox, "import sys as _s\n_DYNAMO = 'torch._dynamo' in _s.modules")
+        run(sandbox, "def _dynamo():\n    return _DYNAMO")
+        return bool(sandbox.warm and call(sandbox, "_dynamo"))
+    finally:
+        sandbox.close()
 
 
 if __name__ == "__main__":
