@@ -14,11 +14,20 @@ from pathlib import Path
 
 from autograder.core.errors import GradedOutcome
 from autograder.core.registry import EXERCISES
-from autograder.grading.submission import ProgramCell
 from autograder.notebooks.render import cell_roles
 
 MAX_NOTEBOOK_BYTES = 16 << 20
 RUN_ROLES = ("setup", "solution", "student")
+
+
+@dataclass(frozen=True)
+class ProgramCell:
+    """One cell of the program a submission runs (grading.submission). It lives here, with
+    the reading that makes programs, so that reading a notebook (a batch's planning and its
+    course report) does not import the sandbox and PyTorch with the submission."""
+
+    label: str  # shown in messages: "cell 7 (softmax)"
+    source: str
 
 
 class InvalidNotebook(GradedOutcome):

@@ -19,6 +19,7 @@ from autograder.core.status import Status, worse
 from autograder.grading.causes import CellFailure, cell_failure
 from autograder.grading.fresh_calls import Call, FreshCalls
 from autograder.grading.handle import Handle
+from autograder.grading.notebook import ProgramCell
 from autograder.grading.outputs import checked_outputs
 from autograder.grading.stand_ins import StandIns
 from autograder.sandbox.inside import wire
@@ -34,12 +35,6 @@ MAX_CALLS = 400  # calls of one check kept for its diagnosis
 class Skipped(Unavailable):
     """A function (or method) of the submission killed its process earlier (a hang, memory,
     a crash): later calls to it are skipped, so only the checks that need it fail."""
-
-
-@dataclass(frozen=True)
-class ProgramCell:
-    label: str  # shown in messages: "cell 7 (softmax)"
-    source: str
 
 
 @dataclass

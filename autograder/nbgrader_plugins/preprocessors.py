@@ -21,7 +21,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Instance, Unicode
 
 from autograder.core.registry import EXERCISES
-from autograder.core.results import CheckResult, GradeReport
+from autograder.core.results import REPORT_KEY, CheckResult, GradeReport
 from autograder.core.status import Status, student_words
 from autograder.grading.notebook import program_of
 from autograder.grading.runner import grade_loaded
@@ -32,7 +32,6 @@ from autograder.sandbox import isolation as sandbox_isolation
 NOTES_KEY = "attn_grade_repairs"
 # The report of the autograded notebook (GradeReport.to_dict()), for `attn-grade report`.
 # Written by GradeWithChecks only: whatever a student put under this key is dropped first.
-REPORT_KEY = "attn_grade_report"
 
 
 class Handoff:

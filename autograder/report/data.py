@@ -19,10 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core.registry import EXERCISES
-from autograder.core.results import AUTO_POINTS, MANUAL_POINTS, CheckResult, GradeReport
+from autograder.core.results import (
+    AUTO_POINTS,
+    MANUAL_POINTS,
+    REPORT_KEY,
+    CheckResult,
+    GradeReport,
+)
 from autograder.core.status import Status
 from autograder.grading.notebook import InvalidNotebook, read_json
-from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
 from autograder.notebooks.render import cell_roles
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
+from autograder.core.results import REPORT_KEY
 from tests.support.chromium import images, rendered_dom, screenshot, visible_text
 from tests.support.nbgrader_helpers import attn_grade, submission_text
 

@@ -16,9 +16,9 @@ from nbgrader.api import Gradebook
 from autograder.batch import scratch
 from autograder.batch.resume import course_reports
 from autograder.batch.table import Outcome, Submitted
+from autograder.core.results import REPORT_KEY
 from autograder.course.build import tool_env
 from autograder.nbgrader_plugins.page_text import words
-from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
 from autograder.nbgrader_plugins.report_cell import SUMMARY, written_summary
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own

@@ -9,8 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from autograder.core.results import CheckResult
-from autograder.nbgrader_plugins.preprocessors import REPORT_KEY
+from autograder.core.results import REPORT_KEY, CheckResult
 from autograder.report import html, stats
 from autograder.report.data import Batch, Graded, report_from_metadata, without_stub
 from autograder.report.similarity import compare

@@ -1,0 +1,51 @@
+"""The process that runs a pool batch never grades (its workers do), so it never imports PyTorch:
+planning (is this notebook still unreadable?), the course's reports (each graded notebook's
+stored report) and the batch's own modules read notebooks without the sandbox and the checks.
+It imported torch to read a stored report: 1.1 CPU-s and about 1.3 s at the end of every pool
+batch, after the last submission was graded. A one-worker batch imports torch as it grades its
+first notebook, after its sandbox template started (pool.worker_pool), so the two overlap."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from autograder.core.registry import PROJECT_ROOT
+
+EXERCISE = "ex1_numpy_attention"
+
+PARENT = f"""
+import json, sys
+from pathlib import Path
+from autograder.batch import dispatch, engine, pool, resume, table
+from autograder.core.results import REPORT_KEY
+from autograder.report import data
+
+folder = Path(sys.argv[1])
+graded = folder / "graded.ipynb"
+notebook = {{"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {{}}}}
+notebook["metadata"][REPORT_KEY] = {{"exercise": "{EXERCISE}", "status": "ok", "checks": []}}
+graded.write_text(json.dumps(notebook))
+broken = folder / "broken.ipynb"
+broken.write_text("{{not json")
+found = {{
+    "stored": resume.stored_report(graded) is not None,
+    "unreadable": [resume.unreadable(path, "{EXERCISE}") for path in (graded, broken)],
+    "loaded": sorted(name for name in ("torch", "matplotlib") if name in sys.modules),
+}}
+print(json.dumps(found))
+"""
+
+
+def test_a_pool_batchs_own_process_reads_notebooks_without_torch(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", PARENT, str(tmp_path)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found == {"stored": True, "unreadable": [False, True], "loaded": []}
