@@ -35,7 +35,7 @@ from autograder.batch import scratch
 from autograder.batch.dask_cluster import Plan, SchedulerAccess
 from autograder.batch.dispatch import Dispatcher
 from autograder.batch.messages import Graded, Recorded
-from autograder.batch.pool import worker_pool
+from autograder.batch.pool import worker_count, worker_pool
 from autograder.batch.resume import autograded_path, course_reports, read_gradebook, up_to_date
 from autograder.batch.retry import FILE_DELAYS, quiet_database_tracebacks, retrying
 from autograder.batch.stops import Stopped, StopSignals
@@ -297,14 +297,15 @@ def scratch_folder(state: Path):
 def autograde_course(
     course: Path,
     exercises: list[str] | None = None,
-    workers: int = 2,
+    workers: int | None = None,
     db_url: str | None = None,
     scheduler: SchedulerAccess | None = None,
     force: bool = False,
     student: str | None = None,
 ) -> int:
     """Autograde all submissions that need it (or every submission of one `student`, up to
-    date or not); print a table. Returns the process exit code."""
+    date or not); print a table. Returns the process exit code. `workers`: the grading
+    processes, or None to let the batch choose (pool.worker_count)."""
     from autograder.batch.dask_cluster import plan
     from autograder.sandbox import isolation
 
@@ -343,7 +344,7 @@ def autograde_course(
                 with (
                     scratch_folder(state) as scratch_dir,
                     worker_pool(
-                        workers,
+                        worker_count(workers, [item.exercise for item in pending]),
                         len(pending),
                         always=cluster is not None,
                         optimizers=any_trains(item.exercise for item in pending),

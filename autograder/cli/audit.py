@@ -10,6 +10,14 @@ from autograder.core.errors import UsageError
 from autograder.core.registry import EXERCISES
 
 
+def audit_workers(args: argparse.Namespace) -> int:
+    """--workers for a regrade from the audit log: as given, else the batch's default (a
+    regrade of one submission runs in this process: audit.replay)."""
+    from autograder.batch.pool import AUTO_WORKERS
+
+    return AUTO_WORKERS if args.workers is None else int(args.workers)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from autograder.audit.verify import verify_course
 
@@ -18,7 +26,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         exercise_list(args.exercises),
         student=args.student,
         every=args.all,
-        workers=args.workers,
+        workers=audit_workers(args),
         db_url=args.db,
     )
 
@@ -34,7 +42,7 @@ def cmd_regrade(args: argparse.Namespace) -> int:
     return regrade_diff(
         Path(args.course),
         exercise_list(args.exercises) or list(EXERCISES),
-        workers=args.workers,
+        workers=audit_workers(args),
         db_url=args.db,
     )
 

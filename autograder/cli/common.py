@@ -55,7 +55,13 @@ def course_batch_options(command: argparse.ArgumentParser) -> None:
         default=str(DEFAULT_COURSE_DIR),
         help="nbgrader course root, relative to the current directory",
     )
-    command.add_argument("--workers", type=int, default=2, help="parallel grading processes")
+    command.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="parallel grading processes (default: 2; autograde grades a batch too small to "
+        "repay starting them, one submission or a few quick ones, in its own process)",
+    )
 
 
 def scheduler_options(command: argparse.ArgumentParser) -> None:

@@ -167,6 +167,29 @@ def test_one_student_is_regraded_with_an_audit_line_and_the_table(course):
     unknown = attn_grade("autograde", EXERCISE, "--course", str(course), "--student", "zed")
     assert unknown.returncode == 2 and "zed" in unknown.stderr
     nothing_starts_a_worker(course)
+    one_submission_is_graded_in_the_batchs_process(course)
+
+
+def one_submission_is_graded_in_the_batchs_process(course) -> None:
+    """Without --workers, a regrade of one submission opens no pool (a fork server and a
+    worker that import torch and start a template, for one notebook): pool.worker_count."""
+    from autograder.batch import engine
+
+    class Opened(Exception):
+        pass
+
+    counts = []
+
+    def pool(count, *args, **kwargs):
+        counts.append(count)
+        raise Opened  # the count is all this test needs: nothing is graded
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "worker_pool", pool)
+        for workers in (None, 2):
+            with pytest.raises(Opened):
+                engine.autograde_course(course, [EXERCISE], workers=workers, student="alice")
+    assert counts == [1, 2], "left out: in this process; asked for: as asked"
 
 
 def nothing_starts_a_worker(course) -> None:

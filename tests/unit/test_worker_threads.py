@@ -64,3 +64,15 @@ def test_each_worker_starts_its_template_as_the_batch_says(optimizers):
                 break
             time.sleep(1)
     assert seen == {optimizers}
+
+
+def test_the_batch_chooses_its_workers_only_when_not_told():
+    """--workers as given; left out, two workers, or grading in the batch's own process for a
+    batch too small to repay a pool's start (one submission, or a few quick ones)."""
+    ex1, ex3, ex8 = "ex1_numpy_attention", "ex3_transformer_classifier", "ex8_additive_attention"
+    assert [pool.worker_count(asked, [ex1]) for asked in (1, 2, 3)] == [1, 2, 3]
+    assert pool.worker_count(None, []) == 1
+    assert pool.worker_count(None, [ex8]) == 1, "one submission"
+    assert pool.worker_count(None, [ex1] * 3) == 1, "three quick ones"
+    assert pool.worker_count(None, [ex8] * 2) == pool.worker_count(None, [ex3] * 3) == 2
+    assert pool.worker_count(None, [ex1] * 30) == pool.AUTO_WORKERS == 2
