@@ -27,6 +27,7 @@ import uuid
 import pytest
 
 from autograder.sandbox import isolation
+from tests.support.built_once import built_once
 from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, processes_with, remove
 
 DOCKER = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
@@ -75,14 +76,19 @@ def _params():
 
 
 @pytest.fixture(scope="module")
-def measured():
-    """level -> what warm_probe measured there (run once per level and test worker)."""
-    results: dict[str, dict] = {}
+def measured(tmp_path_factory):
+    """level -> what warm_probe measured there: once per level and test run, whichever xdist
+    workers run this module's tests (built_once); each call returns its own copy."""
     venv: list = []
 
     def measure(name: str) -> dict:
-        if name in results:
-            return results[name]
+        def build(folder):
+            (folder / "found.json").write_text(json.dumps(probe(name)))
+
+        saved = built_once(tmp_path_factory, f"warm-start-{name}", build)
+        return json.loads((saved / "found.json").read_text())
+
+    def probe(name: str) -> dict:
         level, extra, prefix = LEVELS[name]
         python = sys.executable
         if name != "jail":
@@ -107,7 +113,6 @@ def measured():
         for folder in ("/tmp", "/dev/shm"):  # left there where the level shares them
             if os.path.isfile(f"{folder}/{marker}"):
                 os.unlink(f"{folder}/{marker}")
-        results[name] = found
         return found
 
     yield measure
