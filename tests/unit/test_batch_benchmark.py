@@ -55,6 +55,7 @@ def test_without_dask_it_finishes_and_says_the_dask_run_was_skipped(benchmark, m
     assert {"demo", "stock nbgrader", "ours, 1 worker", "ours, 2 workers"} <= set(result["runs"])
     assert result["speedup_2_workers_vs_1"] == [1.0, 1.0] and "machine_ceiling_2_vs_1" in result
     assert result["runs"]["ours, 1 worker"]["wall_median_s"] == 10.0
+    assert result["cpus_busy"]["ours, 2 workers"] == [1.2, 1.2]  # 12 CPU-s in 10 s, each run
     assert not any("--scheduler" in command for command in commands)
     assert "skipped" in capsys.readouterr().out
 
