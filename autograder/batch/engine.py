@@ -348,6 +348,7 @@ def autograde_course(
                         len(pending),
                         always=cluster is not None,
                         optimizers=any_trains(item.exercise for item in pending),
+                        grades=cluster is None,
                     ) as pool,
                 ):
                     batch.run(pending, pool, scratch_dir, cluster)

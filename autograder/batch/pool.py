@@ -16,10 +16,11 @@ class Workers:
     """The batch's worker processes. A pool whose worker died is broken for good (every
     submission it held fails), so the batch replaces it (`renew`); `stop` ends them at once."""
 
-    def __init__(self, count: int, context, optimizers: bool = False) -> None:
+    def __init__(self, count: int, context, optimizers: bool = False, grades: bool = True) -> None:
         from autograder.batch import recorder
 
         self.count, self.context, self.optimizers = count, context, optimizers
+        self.grades = grades  # False: nbgrader's part only (--scheduler), no early template
         self.identity = recorder.batch_identity()
         self.generation = 0
         self.pool = self._new()
@@ -31,7 +32,12 @@ class Workers:
             max_workers=self.count,
             mp_context=self.context,
             initializer=recorder.start_worker,
-            initargs=(self.identity, threads_per_worker(self.count), self.optimizers),
+            initargs=(
+                self.identity,
+                threads_per_worker(self.count),
+                self.optimizers,
+                self.grades,
+            ),
         )
 
     def submit(self, function, *args) -> Future:
@@ -99,7 +105,7 @@ def threads_per_worker(workers: int) -> int:
 
 @contextlib.contextmanager
 def worker_pool(
-    workers: int, jobs: int, always: bool = False, optimizers: bool = False
+    workers: int, jobs: int, always: bool = False, optimizers: bool = False, grades: bool = True
 ) -> Iterator[Workers | None]:
     """The batch's worker processes for `jobs` submissions: at most `workers` and no more than
     there are jobs (None for one worker and not `always`: grading runs in this process). They
@@ -119,7 +125,9 @@ def worker_pool(
     so a killed batch leaves no worker, fork server or sandbox behind. The fork server's
     socket is in a private 0700 directory, out of the jail's sight (claim_temp_dir), and a
     sandbox outside the jail cannot create UNIX sockets. `optimizers`: the workers' sandbox
-    templates load what torch.optim's first optimizer loads (`Exercise.trains`).
+    templates load what torch.optim's first optimizer loads (`Exercise.trains`). `grades`
+    False: the workers run nbgrader's part only (a Dask cluster grades, `--scheduler`), so none
+    starts a sandbox template early (a sandbox that is needed after all still starts one).
 
     Grading in this process (None) starts this process's sandbox template now, in the
     background (sandbox.warm.start_early): its imports overlap the grader's own. Each worker
@@ -135,7 +143,7 @@ def worker_pool(
     claim_temp_dir()
     end_fork_server_at_exit()
     context = pool_context(recorder.WORKER_MODULES)
-    pool = Workers(max(min(workers, jobs), 1), context, optimizers)
+    pool = Workers(max(min(workers, jobs), 1), context, optimizers, grades)
     try:
         yield pool
     except BaseException:

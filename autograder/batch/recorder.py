@@ -279,10 +279,15 @@ def _end_worker() -> None:
     os._exit(0)
 
 
-def start_worker(batch: tuple[int, str], threads: int, optimizers: bool = False) -> None:
+def start_worker(
+    batch: tuple[int, str], threads: int, optimizers: bool = False, grades: bool = True
+) -> None:
     """ProcessPoolExecutor initializer; `batch` is batch_identity() of the batch process,
     `threads` the math threads this worker may use (pool.threads_per_worker), `optimizers`
-    whether its sandbox template loads what torch.optim loads (Exercise.trains). The worker loads
+    whether its sandbox template loads what torch.optim loads (Exercise.trains), `grades`
+    whether it grades (a template is started now) or runs nbgrader's part only (--scheduler:
+    a Dask cluster grades; the two templates it started for nothing cost about 4.6 CPU-s a
+    batch). The worker loads
     what every grading needs (already loaded where the fork server preloaded it; spawned
     workers import it here); the Recorder is made by the first submission, which says for
     which course and scratch directory."""
@@ -300,7 +305,8 @@ def start_worker(batch: tuple[int, str], threads: int, optimizers: bool = False)
     from autograder.sandbox import isolation, warm
 
     try:  # the template imports while this worker does (spawned) or takes its first submission
-        warm.start_early(isolation.choose(), optimizers)
+        if grades:
+            warm.start_early(isolation.choose(), optimizers)
     except Exception:  # noqa: BLE001 - the first grading meets the same error, and says it
         pass
     for name in WORKER_MODULES:

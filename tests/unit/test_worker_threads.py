@@ -66,6 +66,31 @@ def test_each_worker_starts_its_template_as_the_batch_says(optimizers):
     assert seen == {optimizers}
 
 
+def _template_start_asked() -> bool:
+    """Whether this worker asked for a sandbox template (its start thread, the template, or a
+    failed start); its initializer has run by the time any task does."""
+    import threading
+
+    from autograder.sandbox import warm
+
+    started = any(t.name == "attn-grade-template-start" for t in threading.enumerate())
+    return started or bool(warm._TEMPLATES) or bool(warm._FAILED)
+
+
+def test_workers_that_run_nbgraders_part_only_start_no_template():
+    """With --scheduler a Dask cluster grades; the local workers run nbgrader's part only, and
+    a template each would be started for nothing. A grading pool's workers do start theirs."""
+    from autograder.sandbox import isolation
+
+    if not isolation.choose().warm:
+        pytest.skip("sandboxes start cold here (warm starts are for a root grader)")
+    for grades in (False, True):
+        with pool.worker_pool(2, 2, always=True, grades=grades) as workers:
+            assert workers is not None
+            asked = {workers.submit(_template_start_asked).result(timeout=120) for _ in range(4)}
+        assert asked == {grades}, grades
+
+
 def test_the_batch_chooses_its_workers_only_when_not_told():
     """--workers as given; left out, two workers, or grading in the batch's own process for a
     batch too small to repay a pool's start (one submission, or a few quick ones)."""
