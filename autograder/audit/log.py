@@ -69,7 +69,7 @@ def record(
     the SHA-256 of each written answer's text (batch/scratch.py: the text a hand grade is for)."""
     from autograder.audit.digest import checks_digest
     from autograder.core.versions import CHECKS_VERSION, grader_version
-    from autograder.grading.submission import Budget
+    from autograder.grading.budget import Budget
     from autograder.sandbox.limits import Limits
 
     notebook = Path(notebook)

@@ -51,8 +51,8 @@ def grade_job(job: Job) -> Outcome:
     """Grade one notebook (in a worker process). A notebook that cannot be graded as its
     exercise's is a graded outcome (`invalid_notebook`), as in the batch."""
     from autograder.audit import log as audit
+    from autograder.grading.budget import Budget
     from autograder.grading.runner import grade_notebook
-    from autograder.grading.submission import Budget
     from autograder.sandbox.limits import Limits
 
     try:

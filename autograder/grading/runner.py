@@ -16,6 +16,7 @@ from autograder.core.registry import resolve
 from autograder.core.results import CheckResult, GradeReport
 from autograder.core.status import Status
 from autograder.core.text import clean_report
+from autograder.grading.budget import Budget
 from autograder.grading.check_session import run_in_session
 from autograder.grading.notebook import (
     InvalidNotebook,
@@ -26,7 +27,7 @@ from autograder.grading.notebook import (
     read_json,
 )
 from autograder.grading.plugin import GradingPlugin, derive_seed
-from autograder.grading.submission import Budget, Submission
+from autograder.grading.submission import Submission
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import Sandbox

@@ -16,6 +16,7 @@ import numpy as np
 
 from autograder.core.errors import StudentError, Unavailable
 from autograder.core.status import Status, worse
+from autograder.grading.budget import Budget
 from autograder.grading.causes import CellFailure, cell_failure
 from autograder.grading.fresh_calls import Call, FreshCalls
 from autograder.grading.handle import Handle
@@ -35,14 +36,6 @@ MAX_CALLS = 400  # calls of one check kept for its diagnosis
 class Skipped(Unavailable):
     """A function (or method) of the submission killed its process earlier (a hang, memory,
     a crash): later calls to it are skipped, so only the checks that need it fail."""
-
-
-@dataclass
-class Budget:
-    cell_timeout: float = 60.0
-    call_timeout: float = 30.0
-    max_restarts: int = 3
-    total_seconds: float = 900.0
 
 
 def _tensor(array: np.ndarray, dtype: str, requires_grad: bool):

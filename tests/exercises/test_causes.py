@@ -7,9 +7,9 @@ import re
 
 import pytest
 
+from autograder.grading.budget import Budget
 from autograder.grading.causes import cell_failure, explain_undefined
 from autograder.grading.runner import grade_notebook
-from autograder.grading.submission import Budget
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 EX2 = "ex2_attention_heatmap"

@@ -13,13 +13,14 @@ import pytest
 from autograder.authoring.expect import close, distinguish, within
 from autograder.core.registry import reference_module
 from autograder.core.status import Status
+from autograder.grading.budget import Budget
+from autograder.grading.notebook import ProgramCell
 from autograder.grading.runner import (
     UnknownExercise,
     choose_exercise,
     grade_notebook,
     submission_seed,
 )
-from autograder.grading.submission import Budget, ProgramCell
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 
 EX1 = "ex1_numpy_attention"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.catalogue import catalogue_for
+from autograder.grading.budget import Budget
 from autograder.grading.runner import grade_notebook
-from autograder.grading.submission import Budget
 from autograder.sandbox import isolation
 from tests.conftest import source_notebook, with_student_cells, write_notebook
 from tests.support.harness import DEBIAN_PYTHON, layered_venv, processes_with, remove

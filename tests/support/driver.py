@@ -22,8 +22,8 @@ from pathlib import Path
 
 import autograder
 from autograder.core.text import format_report
+from autograder.grading.budget import Budget
 from autograder.grading.runner import grade_notebook
-from autograder.grading.submission import Budget
 from autograder.nbgrader_plugins.report_cell import report_html
 from autograder.sandbox.inside import wire
 from autograder.sandbox.process import Sandbox

@@ -1,9 +1,11 @@
 """The process that runs a pool batch never grades (its workers do), so it never imports PyTorch:
-planning (is this notebook still unreadable?), the course's reports (each graded notebook's
-stored report) and the batch's own modules read notebooks without the sandbox and the checks.
-It imported torch to read a stored report: 1.1 CPU-s and about 1.3 s at the end of every pool
-batch, after the last submission was graded. A one-worker batch imports torch as it grades its
-first notebook, after its sandbox template started (pool.worker_pool), so the two overlap."""
+planning (is this notebook still unreadable?), the audit line of each result, the course's
+reports (each graded notebook's stored report) and the batch's own modules read notebooks
+without the sandbox and the checks. It imported torch for the grading budget's defaults in the
+first audit line (in every pool batch, beside the workers' grading) and to read a stored
+report (a batch of one exercise or student, at its end): 1.1 CPU-s each time. A one-worker
+batch imports torch as it grades its first notebook, after its sandbox template started
+(pool.worker_pool), so the two overlap."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ EXERCISE = "ex1_numpy_attention"
 PARENT = f"""
 import json, sys
 from pathlib import Path
+from autograder.audit import log
 from autograder.batch import dispatch, engine, pool, resume, table
 from autograder.core.results import REPORT_KEY
 from autograder.report import data
@@ -29,7 +32,15 @@ notebook["metadata"][REPORT_KEY] = {{"exercise": "{EXERCISE}", "status": "ok", "
 graded.write_text(json.dumps(notebook))
 broken = folder / "broken.ipynb"
 broken.write_text("{{not json")
+line = log.record(
+    json.loads(graded.read_text())["metadata"][REPORT_KEY],
+    course=folder,
+    notebook=graded,
+    student="alice",
+    batch="b1",
+)
 found = {{
+    "audited": line["student"] == "alice" and "cell_timeout" in line["budget"],
     "stored": resume.stored_report(graded) is not None,
     "unreadable": [resume.unreadable(path, "{EXERCISE}") for path in (graded, broken)],
     "loaded": sorted(name for name in ("torch", "matplotlib") if name in sys.modules),
@@ -48,4 +59,4 @@ def test_a_pool_batchs_own_process_reads_notebooks_without_torch(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found == {"stored": True, "unreadable": [False, True], "loaded": []}
+    assert found == {"audited": True, "stored": True, "unreadable": [False, True], "loaded": []}
