@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 from autograder.core.errors import IsolationError
 from autograder.sandbox import isolation
 from tests.support.built_once import built_once
-from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, remove
+from tests.support.harness import DEBIAN_PYTHON, ROOT, json_answer, layered_venv, remove
 
 LEVELS = ("jail", "uid", "uid-without-landlock", "docker", "docker-without-landlock", "landlock")
 LEVELS += ("rlimits",)
@@ -108,16 +107,7 @@ def _measured(level: str, venv) -> dict:
     if level == "rlimits":
         env["ATTN_GRADE_TRUSTED_CODE"] = "1"  # the checkout is readable: rlimits refuses
     hosts = [str(listener.getsockname()[1]), datagrams["path"][1], datagrams["abstract"][1]]
-    done = subprocess.run(
-        [*prefix, python, "-m", "tests.support.reach", chosen, *hosts, marker],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = json_answer([*prefix, python, "-m", "tests.support.reach", chosen, *hosts, marker], env)
     try:
         found["udp_received"] = listener.recv(100).decode()
     except TimeoutError:
@@ -342,15 +332,7 @@ def test_every_importable_copy_of_the_hidden_packages_is_hidden(level, venv, tmp
     shutil.copytree(ROOT / "autograder", copy, dirs_exist_ok=True, ignore=ignore)
     try:
         env = {**os.environ, "ATTN_GRADE_ISOLATION": level}
-        done = subprocess.run(
-            [str(python), "-c", STEAL_COPY, level],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        stolen = json_answer([str(python), "-c", STEAL_COPY, level], env)
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    assert stolen == []

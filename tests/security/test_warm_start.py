@@ -28,7 +28,13 @@ import pytest
 
 from autograder.sandbox import isolation
 from tests.support.built_once import built_once
-from tests.support.harness import DEBIAN_PYTHON, ROOT, layered_venv, processes_with, remove
+from tests.support.harness import (
+    DEBIAN_PYTHON,
+    json_answer,
+    layered_venv,
+    processes_with,
+    remove,
+)
 
 DOCKER = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
 NO_LANDLOCK = {"ATTN_GRADE_LANDLOCK": "0", "ATTN_GRADE_TRUSTED_CODE": "1"}
@@ -98,17 +104,8 @@ def measured(tmp_path_factory):
         marker = f"attn-adv-warm-{uuid.uuid4().hex}"
         env = {**os.environ, "ATTN_GRADE_ISOLATION": level, "ATTN_WARM_MARKER": marker, **extra}
         env.pop(isolation.WARM_VARIABLE, None)
-        done = subprocess.run(
-            [*prefix, python, "-m", "tests.support.warm_probe", level]
-            + (["optimizers"] if name in OPTIMIZERS else []),
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        probe = [*prefix, python, "-m", "tests.support.warm_probe", level]
+        found = json_answer(probe + (["optimizers"] if name in OPTIMIZERS else []), env, 600)
         found["lingering"] = processes_with(marker)
         for folder in ("/tmp", "/dev/shm"):  # left there where the level shares them
             if os.path.isfile(f"{folder}/{marker}"):

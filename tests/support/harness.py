@@ -233,6 +233,14 @@ class Driver:
             self.process = None
 
 
+def json_answer(argv: list[str], env: dict[str, str] | None = None, timeout: float = 300):
+    """Run a probe (`argv`, from the checkout) that prints its findings as JSON on its last
+    line; what it found. The test fails with the probe's stderr when it exits with an error."""
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def layered_venv() -> Path:
     """A venv on Debian's world-readable python3.11 that sees this venv's packages (the `uid`
     level needs an interpreter the sandbox uid can read; this venv's lives under /root)."""

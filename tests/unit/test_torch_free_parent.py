@@ -9,11 +9,9 @@ batch imports torch as it grades its first notebook, after its sandbox template 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
-from autograder.core.registry import PROJECT_ROOT
+from tests.support.harness import json_answer
 
 EXERCISE = "ex1_numpy_attention"
 
@@ -50,13 +48,5 @@ print(json.dumps(found))
 
 
 def test_a_pool_batchs_own_process_reads_notebooks_without_torch(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", PARENT, str(tmp_path)],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = json_answer([sys.executable, "-c", PARENT, str(tmp_path)], timeout=120)
     assert found == {"audited": True, "stored": True, "unreadable": [False, True], "loaded": []}
