@@ -35,7 +35,7 @@ from autograder.batch import scratch
 from autograder.batch.dask_cluster import Plan, SchedulerAccess
 from autograder.batch.dispatch import Dispatcher
 from autograder.batch.messages import Graded, Recorded
-from autograder.batch.pool import worker_count, worker_pool
+from autograder.batch.pool import AUTO_WORKERS, worker_count, worker_pool
 from autograder.batch.resume import autograded_path, course_reports, read_gradebook, up_to_date
 from autograder.batch.retry import FILE_DELAYS, quiet_database_tracebacks, retrying
 from autograder.batch.stops import Stopped, StopSignals
@@ -207,7 +207,12 @@ class Batch:
         if pool is None:  # its sandbox template is starting already (pool.worker_pool)
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
             for item in pending:
-                result = worker.record(item.exercise, item.student, str(item.path))
+                try:
+                    result = worker.record(item.exercise, item.student, str(item.path))
+                except Exception as error:  # noqa: BLE001 - as a pool's Dispatcher: say so, go on
+                    why = f"the grading failed ({type(error).__name__}: {error})"
+                    self.not_graded(item, why, progress, environment=False)
+                    continue
                 self.finish(item, result, progress)
             return
         self.setup = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
@@ -344,7 +349,11 @@ def autograde_course(
                 with (
                     scratch_folder(state) as scratch_dir,
                     worker_pool(
-                        worker_count(workers, [item.exercise for item in pending]),
+                        # with a cluster the local workers only run nbgrader's part, and a
+                        # pool is opened whatever their number: the rule is for grading here
+                        worker_count(workers, [item.exercise for item in pending])
+                        if cluster is None
+                        else (AUTO_WORKERS if workers is None else workers),
                         len(pending),
                         always=cluster is not None,
                         optimizers=any_trains(item.exercise for item in pending),

@@ -59,8 +59,9 @@ def course_batch_options(command: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=None,
-        help="parallel grading processes (default: 2; autograde grades a batch too small to "
-        "repay starting them, one submission or a few quick ones, in its own process)",
+        help="parallel grading processes (default: 2; without --scheduler, autograde grades "
+        "a batch too small to repay starting them, one submission or a few quick ones, in its "
+        "own process)",
     )
 
 

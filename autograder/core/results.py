@@ -10,8 +10,9 @@ from autograder.core.versions import CHECKS_VERSION, grader_version
 # Every exercise: 8 points from the automatic checks, 2 for the hand-graded written answer.
 AUTO_POINTS = 8.0
 MANUAL_POINTS = 2.0
-# The autograded notebook's metadata key that holds its GradeReport (to_dict), written by the
-# nbgrader preprocessor that grades it and read back by reports, regrades and resumed batches.
+# The autograded notebook's metadata key that holds its GradeReport (to_dict), read back by
+# reports, regrades and resumed batches. Written by the nbgrader preprocessor that grades it
+# (GradeWithChecks) only: whatever a student put under this key is dropped first.
 REPORT_KEY = "attn_grade_report"
 
 

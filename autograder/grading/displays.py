@@ -12,14 +12,10 @@ import ast
 import re
 import time
 
+from autograder.grading.budget import Budget
+from autograder.grading.notebook import ProgramCell
 from autograder.grading.outputs import MAX_NOTEBOOK_PNG_BYTES, clean_text, note, png_bytes
-from autograder.grading.submission import (
-    Budget,
-    ProgramCell,
-    StudentError,
-    Submission,
-    Unavailable,
-)
+from autograder.grading.submission import StudentError, Submission, Unavailable
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.process import SandboxDied
 

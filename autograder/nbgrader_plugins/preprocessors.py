@@ -30,8 +30,6 @@ from autograder.nbgrader_plugins.report_cell import REPORT_CELL_ID, report_html
 from autograder.sandbox import isolation as sandbox_isolation
 
 NOTES_KEY = "attn_grade_repairs"
-# The report of the autograded notebook (GradeReport.to_dict()), for `attn-grade report`.
-# Written by GradeWithChecks only: whatever a student put under this key is dropped first.
 
 
 class Handoff:

@@ -325,6 +325,42 @@ def test_a_failed_worker_is_named_not_graded_and_never_stops_the_others(tmp_path
     assert "worker failed (RuntimeError: boom)" in err
 
 
+def test_a_grading_that_fails_in_the_batchs_own_process_never_stops_the_others(
+    tmp_path, capsys, monkeypatch
+):
+    """One worker (or a small batch left at the default --workers) grades in the batch's own
+    process: a grading that raises is named, not graded, as a pool worker's failure is, and
+    the submissions after it are still graded (it used to end the whole batch)."""
+    from types import SimpleNamespace
+
+    from autograder.batch import recorder
+    from autograder.batch.engine import Batch, Submitted, table_notes
+
+    graded = []
+
+    class Recorder:
+        def __init__(self, *args):
+            pass
+
+        def record(self, exercise, student, path):
+            if student == "alice":
+                raise RuntimeError("boom")
+            graded.append(student)
+            return "recorded"
+
+    monkeypatch.setattr(recorder, "Recorder", Recorder)
+    batch = Batch(api=None, course=tmp_path, level="jail")
+    batch.api = SimpleNamespace(coursedir=SimpleNamespace(db_url="sqlite://"))
+    monkeypatch.setattr(batch, "finish", lambda item, result, progress: graded.append(result))
+    items = [Submitted(EXERCISE, s, tmp_path / f"{s}.ipynb") for s in ("alice", "bob")]
+    batch.run(items, None, tmp_path, None)
+    assert graded == ["bob", "recorded"], "bob is graded after alice's failure"
+    assert batch.outcomes[items[0]].failed == "grader" and items[1] not in batch.outcomes
+    notes = table_notes(items, {}, batch.outcomes)
+    assert notes[(EXERCISE, "alice")] == "not graded, the grader failed (said above)"
+    assert "the grading failed (RuntimeError: boom)" in capsys.readouterr().err
+
+
 def test_the_batch_s_report_reaches_nbgrader_through_the_app_it_builds(
     course, tmp_path, monkeypatch
 ):
