@@ -14,14 +14,13 @@ every page at each width are kept in test-artifacts/axe/.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
 
 from autograder.report.html import write_report
 from tests.support.axe import WIDTHS, Audit, Target, audit, require_axe
-from tests.support.built_once import built_once
+from tests.support.built_once import built_once, computed_once
 from tests.support.chromium import chromium
 from tests.support.formgrader import MATHJAX
 from tests.support.hostile_course import EX2, EX5, build_course, feedback
@@ -46,18 +45,18 @@ def files(course, tmp_path_factory) -> dict[tuple[str, int], Audit]:
     """axe on the pages that are files (the feedback pages, the report), once per test run."""
     require_axe()
 
-    def run(where: Path) -> None:
-        report = write_report(course, where / "report.html")
+    def run() -> list[dict]:
+        report = write_report(course, tmp_path_factory.mktemp("page-audits") / "report.html")
         pages = {
             "feedback-ko": feedback(course, "alice", EX5),
             "feedback-en": feedback(course, "mallory", EX2),
             "report": report,
         }
         found = audit([Target(name, path.resolve().as_uri()) for name, path in pages.items()])
-        (where / "audits.json").write_text(json.dumps([dataclasses.asdict(a) for a in found]))
+        return [dataclasses.asdict(a) for a in found]
 
-    saved = built_once(tmp_path_factory, "page-audits", run) / "audits.json"
-    return {(a["name"], a["width"]): Audit(**a) for a in json.loads(saved.read_text())}
+    audits = computed_once(tmp_path_factory, "page-audits", run)
+    return {(a["name"], a["width"]): Audit(**a) for a in audits}
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ allow"), the jail had no filter, UDP reached 127.0.0.1, and the child of a root 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -23,7 +22,7 @@ import pytest
 
 from autograder.core.errors import IsolationError
 from autograder.sandbox import isolation
-from tests.support.built_once import built_once
+from tests.support.built_once import computed_once
 from tests.support.harness import DEBIAN_PYTHON, ROOT, json_answer, layered_venv, remove
 
 LEVELS = ("jail", "uid", "uid-without-landlock", "docker", "docker-without-landlock", "landlock")
@@ -81,11 +80,9 @@ def reached(venv, tmp_path_factory):
     measurements for about 35); each call returns its own copy."""
 
     def measure(level: str) -> dict:
-        def build(folder: Path) -> None:
-            (folder / "found.json").write_text(json.dumps(_measured(level, venv)))
-
-        saved = built_once(tmp_path_factory, f"perimeter-kernel-{level}", build)
-        return json.loads((saved / "found.json").read_text())
+        return computed_once(
+            tmp_path_factory, f"perimeter-kernel-{level}", lambda: _measured(level, venv)
+        )
 
     return measure
 

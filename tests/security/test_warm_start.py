@@ -17,7 +17,6 @@ Before warm starts every sandbox was cold: these fail there on the `warm` flags 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ import uuid
 import pytest
 
 from autograder.sandbox import isolation
-from tests.support.built_once import built_once
+from tests.support.built_once import computed_once
 from tests.support.harness import (
     DEBIAN_PYTHON,
     json_answer,
@@ -88,11 +87,7 @@ def measured(tmp_path_factory):
     venv: list = []
 
     def measure(name: str) -> dict:
-        def build(folder):
-            (folder / "found.json").write_text(json.dumps(probe(name)))
-
-        saved = built_once(tmp_path_factory, f"warm-start-{name}", build)
-        return json.loads((saved / "found.json").read_text())
+        return computed_once(tmp_path_factory, f"warm-start-{name}", lambda: probe(name))
 
     def probe(name: str) -> dict:
         level, extra, prefix = LEVELS[name]

@@ -8,10 +8,12 @@ fixtures whose tests read what was built and never change it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
@@ -33,3 +35,15 @@ def built_once(
             build(target)
             done.touch()
     return target
+
+
+def computed_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, compute: Callable[[], Any]
+) -> Any:
+    """`compute()` (a JSON value: a measurement, an audit) run once per test run, as
+    `built_once` builds; each call returns its own copy, which a test may change."""
+
+    def build(directory: Path) -> None:
+        (directory / "value.json").write_text(json.dumps(compute()))
+
+    return json.loads((built_once(tmp_path_factory, name, build) / "value.json").read_text())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.built_once import built_once
+from tests.support.built_once import built_once, computed_once
 
 WORKER = textwrap.dedent(
     """
@@ -68,3 +68,16 @@ def test_a_build_that_failed_part_way_is_built_again(tmp_path_factory):
     target = built_once(tmp_path_factory, "flaky", working)
     assert (target / "whole").exists() and len(calls) == 1
     assert built_once(tmp_path_factory, "flaky", working) == target and len(calls) == 1
+
+
+def test_a_value_computed_once_is_a_fresh_copy_each_time(tmp_path_factory):
+    calls = []
+
+    def compute() -> dict:
+        calls.append(1)
+        return {"files": {"a": "open"}, "draws": [1, 2]}
+
+    first = computed_once(tmp_path_factory, "measured", compute)
+    first["files"].clear()  # a test that edits its copy (test_warm_start does)
+    second = computed_once(tmp_path_factory, "measured", compute)
+    assert second == {"files": {"a": "open"}, "draws": [1, 2]} and len(calls) == 1
