@@ -35,7 +35,7 @@ from autograder.batch import scratch
 from autograder.batch.dask_cluster import Plan, SchedulerAccess
 from autograder.batch.dispatch import Dispatcher
 from autograder.batch.messages import Graded, Recorded
-from autograder.batch.pool import AUTO_WORKERS, worker_count, worker_pool
+from autograder.batch.pool import worker_count, worker_pool
 from autograder.batch.resume import autograded_path, course_reports, read_gradebook, up_to_date
 from autograder.batch.retry import FILE_DELAYS, quiet_database_tracebacks, retrying
 from autograder.batch.stops import Stopped, StopSignals
@@ -343,21 +343,19 @@ def autograde_course(
             pending = batch.plan(submissions, force)
             if pending:  # longest first: a slow notebook started last keeps the batch waiting
                 pending.sort(key=lambda item: -grading_seconds(item.exercise))
-                # the workers start only now that there is work (pool.worker_pool), and stop
-                # before the scratch folder goes; with --scheduler the pool runs nbgrader's
-                # part only, in one process or more
+                exercises_pending = [item.exercise for item in pending]
+                # with --scheduler the local workers run nbgrader's part only, in a pool of
+                # one process or more; they start only now that there is work
+                # (pool.worker_pool), and stop before the scratch folder goes
+                grades = cluster is None
                 with (
                     scratch_folder(state) as scratch_dir,
                     worker_pool(
-                        # with a cluster the local workers only run nbgrader's part, and a
-                        # pool is opened whatever their number: the rule is for grading here
-                        worker_count(workers, [item.exercise for item in pending])
-                        if cluster is None
-                        else (AUTO_WORKERS if workers is None else workers),
+                        worker_count(workers, exercises_pending, grades),
                         len(pending),
-                        always=cluster is not None,
-                        optimizers=any_trains(item.exercise for item in pending),
-                        grades=cluster is None,
+                        always=not grades,
+                        optimizers=any_trains(exercises_pending),
+                        grades=grades,
                     ) as pool,
                 ):
                     batch.run(pending, pool, scratch_dir, cluster)

@@ -78,15 +78,18 @@ AUTO_WORKERS = 2  # --workers left out: up to this many worker processes
 POOL_REPAID_SECONDS = 15.0
 
 
-def worker_count(requested: int | None, exercises: Iterable[str]) -> int:
-    """The batch's grading processes for submissions of `exercises` (one item per submission):
+def worker_count(requested: int | None, exercises: Iterable[str], grades: bool = True) -> int:
+    """The batch's worker processes for submissions of `exercises` (one item per submission):
     `requested` (--workers) as given; left out (None), AUTO_WORKERS, or 1 (grading in this
     process, no pool) for a batch too small to repay a pool's start (POOL_REPAID_SECONDS), one
-    submission's regrade included."""
+    submission's regrade included. Workers that do not grade (`grades` False: a Dask cluster
+    does, they run nbgrader's part) are opened as a pool whatever their number: AUTO_WORKERS."""
     from autograder.core.registry import grading_seconds
 
     if requested is not None:
         return requested
+    if not grades:
+        return AUTO_WORKERS
     items = list(exercises)
     if len(items) <= 1 or sum(grading_seconds(item) for item in items) < POOL_REPAID_SECONDS:
         return 1

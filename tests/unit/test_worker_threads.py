@@ -101,3 +101,6 @@ def test_the_batch_chooses_its_workers_only_when_not_told():
     assert pool.worker_count(None, [ex1] * 3) == 1, "three quick ones"
     assert pool.worker_count(None, [ex8] * 2) == pool.worker_count(None, [ex3] * 3) == 2
     assert pool.worker_count(None, [ex1] * 30) == pool.AUTO_WORKERS == 2
+    # workers that only run nbgrader's part (--scheduler) form a pool whatever the batch
+    assert pool.worker_count(None, [ex1], grades=False) == pool.AUTO_WORKERS
+    assert pool.worker_count(1, [ex8] * 9, grades=False) == 1
