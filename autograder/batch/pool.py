@@ -52,19 +52,22 @@ class Workers:
     def stop(self) -> None:
         """Kill the workers (their sandboxes die with them) and wait for the pool to end: what
         they were grading is in their scratch, never in the course."""
-        import tempfile
-
-        from autograder.sandbox.plumbing import sweep_runtime_roots
-
         processes = getattr(self.pool, "_processes", None) or {}
         for process in list(processes.values()):
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 process.kill()
-        self.pool.shutdown(wait=True, cancel_futures=True)
-        sweep_runtime_roots(Path(tempfile.gettempdir()))  # their sandboxes' runtime copies
+        self.shutdown()
 
     def shutdown(self) -> None:
+        """Wait for the pool to end, then remove the runtime copies of every worker that was
+        killed on the way (atexit never ran in them): a worker that replaces one sweeps them as
+        it starts, but not those of workers still dying then, nor of the last generation."""
+        import tempfile
+
+        from autograder.sandbox.plumbing import sweep_runtime_roots
+
         self.pool.shutdown(wait=True, cancel_futures=True)
+        sweep_runtime_roots(Path(tempfile.gettempdir()))
 
 
 AUTO_WORKERS = 2  # --workers left out: up to this many worker processes
