@@ -27,6 +27,7 @@ import shutil
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from autograder.audit import log as audit
@@ -206,14 +207,21 @@ class Batch:
         progress = Progress(len(pending), "grading ")
         if pool is None:  # its sandbox template is starting already (pool.worker_pool)
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
-            for item in pending:
+
+            def here(item: Submitted, graded: Graded | None) -> None:
                 try:
-                    result = worker.record(item.exercise, item.student, str(item.path))
+                    result = worker.record(item.exercise, item.student, str(item.path), graded)
                 except Exception as error:  # noqa: BLE001 - as a pool's Dispatcher: say so, go on
                     why = f"the grading failed ({type(error).__name__}: {error})"
                     self.not_graded(item, why, progress, environment=False)
-                    continue
+                    return
                 self.finish(item, result, progress)
+
+            if client is None:
+                for item in pending:
+                    here(item, None)
+            else:  # nbgrader's part of each answer here, as it comes in
+                self._on_dask(pending, client, here)
             return
         self.setup = (str(self.course), self.api.coursedir.db_url, str(scratch_dir))
         dispatcher = Dispatcher(
@@ -222,14 +230,23 @@ class Batch:
             lambda item, result: self.finish(item, result, progress),
             lambda item, why, environment: self.not_graded(item, why, progress, environment),
         )
-        if scheduler is None:
+
+        def to_pool(item: Submitted, graded: Graded | None) -> None:
+            dispatcher.add(item, self.setup, item.exercise, item.student, str(item.path), graded)
+            dispatcher.pump(block=False)
+
+        if client is None:
             for item in pending:
                 dispatcher.add(item, self.setup, item.exercise, item.student, str(item.path))
-            dispatcher.drain()
         else:
-            self._on_dask(dispatcher, pending, client)
+            self._on_dask(pending, client, to_pool)
+        dispatcher.drain()
 
-    def _on_dask(self, dispatcher: Dispatcher, pending: list[Submitted], client) -> None:
+    def _on_dask(
+        self, pending: list[Submitted], client, take: Callable[[Submitted, Graded | None], None]
+    ) -> None:
+        """Grade `pending` on the cluster; `take(item, graded)` each answer as it comes in
+        (graded None: the task failed, and nbgrader's part grades it here)."""
         from distributed import as_completed
 
         from autograder.audit.digest import checks_digest
@@ -265,10 +282,7 @@ class Batch:
                         file=sys.stderr,
                     )
                     graded = None
-                record = (item.exercise, item.student, str(item.path), graded)
-                dispatcher.add(item, self.setup, *record)
-                dispatcher.pump(block=False)
-            dispatcher.drain()
+                take(item, graded)
         finally:
             client.close()
 
@@ -344,8 +358,8 @@ def autograde_course(
             if pending:  # longest first: a slow notebook started last keeps the batch waiting
                 pending.sort(key=lambda item: -grading_seconds(item.exercise))
                 exercises_pending = [item.exercise for item in pending]
-                # with --scheduler the local workers run nbgrader's part only, in a pool of
-                # one process or more; they start only now that there is work
+                # with --scheduler the local side runs nbgrader's part only, in this process
+                # or in a pool (pool.worker_count); workers start only now that there is work
                 # (pool.worker_pool), and stop before the scratch folder goes
                 grades = cluster is None
                 with (
@@ -353,7 +367,6 @@ def autograde_course(
                     worker_pool(
                         worker_count(workers, exercises_pending, grades),
                         len(pending),
-                        always=not grades,
                         optimizers=any_trains(exercises_pending),
                         grades=grades,
                     ) as pool,

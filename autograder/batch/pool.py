@@ -85,14 +85,17 @@ def worker_count(requested: int | None, exercises: Iterable[str], grades: bool =
     """The batch's worker processes for submissions of `exercises` (one item per submission):
     `requested` (--workers) as given; left out (None), AUTO_WORKERS, or 1 (grading in this
     process, no pool) for a batch too small to repay a pool's start (POOL_REPAID_SECONDS), one
-    submission's regrade included. Workers that do not grade (`grades` False: a Dask cluster
-    does, they run nbgrader's part) are opened as a pool whatever their number: AUTO_WORKERS."""
+    submission's regrade included. Where a Dask cluster grades (`grades` False), the local
+    side runs nbgrader's part only (0.14-0.47 CPU-s a demo notebook): in this process, as each
+    answer comes in, unless `requested`. A pool for it cost the demo's Dask batch its fork
+    server's imports on the CPUs the cluster grades on (2 cores: 38.3 s against 37.5 s);
+    `--workers N` gives a large cluster N recording processes."""
     from autograder.core.registry import grading_seconds
 
     if requested is not None:
         return requested
     if not grades:
-        return AUTO_WORKERS
+        return 1
     items = list(exercises)
     if len(items) <= 1 or sum(grading_seconds(item) for item in items) < POOL_REPAID_SECONDS:
         return 1
@@ -141,7 +144,8 @@ def worker_pool(
     if workers <= 1 and not always:
         from autograder.sandbox import isolation, warm
 
-        warm.start_early(isolation.choose(), optimizers)
+        if grades:
+            warm.start_early(isolation.choose(), optimizers)
         yield None
         return
     from autograder.batch import recorder

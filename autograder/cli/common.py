@@ -70,7 +70,7 @@ def scheduler_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--scheduler",
         help="grade on a Dask cluster: the scheduler's address (tls://host:8786) or scheduler "
-        "file; --workers then counts the local processes that run nbgrader's part",
+        "file; nbgrader's part then runs in this process, or in --workers N local processes",
     )
     tls = "(default: Dask's config distributed.comm.tls.%s)"
     command.add_argument(

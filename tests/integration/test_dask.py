@@ -55,6 +55,7 @@ def cluster(security):
         processes=True,
         dashboard_address=None,
         security=security,
+        preload=["autograder.batch.dask_worker"],  # as docs/instructors.md starts workers
     ) as local:
         assert local.scheduler_address.startswith("tls://")
         yield local
@@ -202,8 +203,16 @@ def test_a_rogue_worker_s_answers_are_data_and_checked(security, credentials, tm
         with distributed.Client(rogue, security=security) as client:
             client.register_plugin(RogueWorker(str(marker)))
             (worker,) = client.scheduler_info()["workers"]
+        # two local workers record (and grade what the cluster did not): the batch's own
+        # process does by default (test_dask_batch_equals_serial_batch)
         done = autograde(
-            "--course", str(course), "--scheduler", rogue.scheduler_address, *credentials
+            "--course",
+            str(course),
+            "--scheduler",
+            rogue.scheduler_address,
+            *credentials,
+            "--workers",
+            "2",
         )
 
     assert done.returncode == 0, done.stderr

@@ -101,6 +101,61 @@ def test_the_batch_chooses_its_workers_only_when_not_told():
     assert pool.worker_count(None, [ex1] * 3) == 1, "three quick ones"
     assert pool.worker_count(None, [ex8] * 2) == pool.worker_count(None, [ex3] * 3) == 2
     assert pool.worker_count(None, [ex1] * 30) == pool.AUTO_WORKERS == 2
-    # workers that only run nbgrader's part (--scheduler) form a pool whatever the batch
-    assert pool.worker_count(None, [ex1], grades=False) == pool.AUTO_WORKERS
-    assert pool.worker_count(1, [ex8] * 9, grades=False) == 1
+    # where a Dask cluster grades (--scheduler), nbgrader's part runs in the batch's process
+    # unless --workers says otherwise
+    assert pool.worker_count(None, [ex1], grades=False) == 1
+    assert pool.worker_count(None, [ex8] * 30, grades=False) == 1
+    assert pool.worker_count(3, [ex8] * 9, grades=False) == 3
+
+
+_ASKED = (
+    "import sys, threading\nfrom autograder.sandbox import warm\n"
+    "def asked():\n"
+    "    started = any(t.name == 'attn-grade-template-start' for t in threading.enumerate())\n"
+    "    return started or bool(warm._TEMPLATES) or bool(warm._FAILED)\n"
+)
+
+
+def _in_a_process(code: str) -> str:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _ASKED + code], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_batch_that_only_records_starts_no_template_in_its_process():
+    """With --scheduler and no --workers, the batch's own process runs nbgrader's part: it
+    opens no pool and starts no sandbox template (a grading batch of one worker does)."""
+    from autograder.sandbox import isolation
+
+    if not isolation.choose().warm:
+        pytest.skip("sandboxes start cold here (warm starts are for a root grader)")
+    code = (
+        "from autograder.batch import pool\n"
+        "with pool.worker_pool(1, 9, grades={grades}) as workers:\n"
+        "    print(workers is None, asked())\n"
+    )
+    assert _in_a_process(code.format(grades=False)) == "True False"
+    assert _in_a_process(code.format(grades=True)) == "True True"
+
+
+def test_a_preloaded_dask_worker_is_ready_before_its_first_task():
+    """`dask worker --preload autograder.batch.dask_worker` loads what a local pool worker
+    loads, and asks for its sandbox template, as it starts."""
+    from autograder.batch import recorder
+    from autograder.sandbox import isolation
+
+    code = (
+        "from autograder.batch import dask_worker\n"
+        "before = set(sys.modules)\n"
+        "dask_worker.dask_setup(None)\n"
+        "print(','.join(sorted(set(sys.modules) - before)))\n"
+        "print(asked())\n"
+    )
+    loaded, asked = _in_a_process(code).splitlines()
+    assert set(recorder.WORKER_MODULES) <= set(loaded.split(","))
+    assert asked == str(isolation.choose().warm)

@@ -1,0 +1,29 @@
+"""A Dask worker made ready to grade before its first task: `dask worker ADDRESS --preload
+autograder.batch.dask_worker` (docs/instructors.md, "More than one machine: Dask").
+
+Without it, a worker's first task of a batch imports torch, nbgrader and the grader and starts
+its sandbox template, one after the other, while the batch waits for that task; every later
+task of the worker's life finds them loaded. With it, the worker loads them as it starts, and
+its template (the one for the worker's own isolation level, loading what torch.optim loads)
+starts beside those imports, as a local pool's worker does (recorder.start_worker). The same
+modules and template are used by the tasks (dask_cluster.grade_on_worker): nothing about the
+grading or its isolation changes, only when the cost is paid. A task that asks for another
+level than the worker's own starts that level's template then, as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+
+def dask_setup(worker: object = None) -> None:
+    """Dask's preload hook, run once as the worker starts."""
+    from autograder.batch import recorder
+    from autograder.sandbox import isolation, warm
+
+    try:  # the template imports while this process does
+        warm.start_early(isolation.choose(), optimizers=True)
+    except Exception:  # noqa: BLE001 - the first task meets the same error, and says it
+        pass
+    for name in recorder.WORKER_MODULES:
+        importlib.import_module(name)
