@@ -186,11 +186,13 @@ def test_a_cluster_the_batch_cannot_join_is_a_clear_error(cluster, credentials, 
     assert "Traceback" not in done.stderr
 
 
-def test_a_rogue_worker_s_answers_are_data_and_checked(security, credentials, tmp_path):
+@pytest.mark.parametrize("local", [[], ["--workers", "2"]], ids=["in-process", "2-workers"])
+def test_a_rogue_worker_s_answers_are_data_and_checked(security, credentials, local, tmp_path):
     """A worker of the cluster answers as an attacker (one way per student, each on a blank
     notebook): no pickle it sends runs in the batch, no bad answer is used, each is graded on
     the batch's machine with a warning that names the worker; a sound answer is used whatever
-    pickles came with it."""
+    pickles came with it. Whether nbgrader's part (and a refused answer's grading) runs in the
+    batch's own process (the default) or in local workers (`--workers 2`)."""
     distributed = pytest.importorskip("distributed")
     from tests.support.rogue_dask import REFUSED, ROGUE, RogueWorker
 
@@ -203,16 +205,8 @@ def test_a_rogue_worker_s_answers_are_data_and_checked(security, credentials, tm
         with distributed.Client(rogue, security=security) as client:
             client.register_plugin(RogueWorker(str(marker)))
             (worker,) = client.scheduler_info()["workers"]
-        # two local workers record (and grade what the cluster did not): the batch's own
-        # process does by default (test_dask_batch_equals_serial_batch)
         done = autograde(
-            "--course",
-            str(course),
-            "--scheduler",
-            rogue.scheduler_address,
-            *credentials,
-            "--workers",
-            "2",
+            "--course", str(course), "--scheduler", rogue.scheduler_address, *credentials, *local
         )
 
     assert done.returncode == 0, done.stderr
