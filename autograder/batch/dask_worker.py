@@ -7,8 +7,10 @@ task of the worker's life finds them loaded. With it, the worker loads them as i
 its template (the one for the worker's own isolation level, loading what torch.optim loads)
 starts beside those imports, as a local pool's worker does (recorder.start_worker). The same
 modules and template are used by the tasks (dask_cluster.grade_on_worker): nothing about the
-grading or its isolation changes, only when the cost is paid. A task that asks for another
-level than the worker's own starts that level's template then, as before.
+grading or its isolation changes, only when the cost is paid. Templates are kept per kind of
+sandbox (in the jail or not, sandbox.warm): a task whose level asks for the other kind starts
+that template then, as before. Dask may warn that the worker's event loop was busy while it
+started (the imports run there).
 """
 
 from __future__ import annotations

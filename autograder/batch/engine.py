@@ -14,8 +14,8 @@ A failure of the environment is retried and then said, never recorded as the stu
 and SIGTERM stop the batch between two submissions (stops.py).
 
 With `--scheduler`, the sandboxed grading runs as Dask tasks (dask_cluster.py) on an
-authenticated cluster, each answer is checked before use (dask_results.py), and the workers here
-only run nbgrader's part.
+authenticated cluster, each answer is checked before use (dask_results.py), and nbgrader's part
+runs here: in the batch's own process, or in its workers with `--workers N` (N > 1).
 """
 
 from __future__ import annotations
@@ -195,17 +195,27 @@ class Batch:
         return pending
 
     def run(self, pending: list[Submitted], pool, scratch_dir: Path, scheduler: Plan | None):
-        """Grade `pending` in this process (`pool` None) or in the pool's workers."""
+        """Grade `pending` in this process (`pool` None) or in the pool's workers; with
+        `scheduler`, the sandboxed part on that Dask cluster."""
+        if scheduler is None:
+            self._grade(pending, pool, scratch_dir, None)
+            return
+        from autograder.batch.dask_cluster import connect
+
+        client = connect(scheduler)  # before any work: an unreachable cluster is a usage error
+        try:
+            self._grade(pending, pool, scratch_dir, client)
+        finally:  # whatever ends the batch: a stop, a failure, or the last answer
+            client.close()
+
+    def _grade(self, pending: list[Submitted], pool, scratch_dir: Path, client) -> None:
+        """Grade `pending` here or in `pool`, with the sandboxed part on the Dask cluster of
+        `client` if one is given."""
         from autograder.batch import recorder
 
-        client = None
-        if scheduler is not None:  # before any work: an unreachable cluster is a usage error
-            from autograder.batch.dask_cluster import connect
-
-            client = connect(scheduler)
         self.trash = scratch_dir / "trash"
         progress = Progress(len(pending), "grading ")
-        if pool is None:  # its sandbox template is starting already (pool.worker_pool)
+        if pool is None:  # a grading batch's template is starting already (pool.worker_pool)
             worker = recorder.Recorder(self.course, self.api.coursedir.db_url, scratch_dir)
 
             def here(item: Submitted, graded: Graded | None) -> None:
@@ -246,7 +256,7 @@ class Batch:
         self, pending: list[Submitted], client, take: Callable[[Submitted, Graded | None], None]
     ) -> None:
         """Grade `pending` on the cluster; `take(item, graded)` each answer as it comes in
-        (graded None: the task failed, and nbgrader's part grades it here)."""
+        (graded None: the task failed or its answer was refused; `take` grades it here)."""
         from distributed import as_completed
 
         from autograder.audit.digest import checks_digest
@@ -255,36 +265,33 @@ class Batch:
         from autograder.batch.dask_cluster import grade_on_worker
 
         level = self.level_name
-        try:
-            remote = {}
-            for item in pending:
-                key = dask_results.expected_key(item.exercise, item.student, item.path)
-                future = client.submit(
-                    grade_on_worker,
-                    item.exercise,
-                    item.student,
-                    item.path.read_bytes(),
-                    level,
-                    checks_digest(item.exercise),
-                    pure=False,
+        remote = {}
+        for item in pending:
+            key = dask_results.expected_key(item.exercise, item.student, item.path)
+            future = client.submit(
+                grade_on_worker,
+                item.exercise,
+                item.student,
+                item.path.read_bytes(),
+                level,
+                checks_digest(item.exercise),
+                pure=False,
+            )
+            remote[future] = (item, key)
+        for future in as_completed(list(remote)):
+            item, key = remote.pop(future)
+            graded: Graded | None
+            try:  # the answer is data: parsed and checked here, never unpickled
+                graded = dask_results.decode(future.result(), item.exercise, key, level)
+            except Exception as error:  # noqa: BLE001 - graded here instead, with a word
+                print(
+                    f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
+                    f"on worker {workers_of(client, future)} "
+                    f"{dask_results.failure(error)}; graded locally",
+                    file=sys.stderr,
                 )
-                remote[future] = (item, key)
-            for future in as_completed(list(remote)):
-                item, key = remote.pop(future)
-                graded: Graded | None
-                try:  # the answer is data: parsed and checked here, never unpickled
-                    graded = dask_results.decode(future.result(), item.exercise, key, level)
-                except Exception as error:  # noqa: BLE001 - graded here instead, with a word
-                    print(
-                        f"attn-grade autograde: {item.student}/{item.exercise}: the Dask task "
-                        f"on worker {workers_of(client, future)} "
-                        f"{dask_results.failure(error)}; graded locally",
-                        file=sys.stderr,
-                    )
-                    graded = None
-                take(item, graded)
-        finally:
-            client.close()
+                graded = None
+            take(item, graded)
 
     @property
     def level_name(self) -> str:

@@ -114,10 +114,10 @@ def threads_per_worker(workers: int) -> int:
 
 @contextlib.contextmanager
 def worker_pool(
-    workers: int, jobs: int, always: bool = False, optimizers: bool = False, grades: bool = True
+    workers: int, jobs: int, optimizers: bool = False, grades: bool = True
 ) -> Iterator[Workers | None]:
     """The batch's worker processes for `jobs` submissions: at most `workers` and no more than
-    there are jobs (None for one worker and not `always`: grading runs in this process). They
+    there are jobs (None for one worker: the work runs in this process). They
     are stopped at once when the block ends with an exception (a stop, a failure).
 
     The caller opens the pool only once it knows there is work: a usage error, an empty course
@@ -138,10 +138,11 @@ def worker_pool(
     False: the workers run nbgrader's part only (a Dask cluster grades, `--scheduler`), so none
     starts a sandbox template early (a sandbox that is needed after all still starts one).
 
-    Grading in this process (None) starts this process's sandbox template now, in the
-    background (sandbox.warm.start_early): its imports overlap the grader's own. Each worker
-    starts its own as it starts (recorder.start_worker)."""
-    if workers <= 1 and not always:
+    Grading in this process (None, `grades`) starts this process's sandbox template now, in
+    the background (sandbox.warm.start_early): its imports overlap the grader's own; recording
+    only (None, not `grades`) starts none. Each grading worker starts its own as it starts
+    (recorder.start_worker)."""
+    if workers <= 1:
         from autograder.sandbox import isolation, warm
 
         if grades:

@@ -59,9 +59,10 @@ def course_batch_options(command: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=None,
-        help="parallel grading processes (default: 2; without --scheduler, autograde grades "
-        "a batch too small to repay starting them, one submission or a few quick ones, in its "
-        "own process)",
+        help="parallel grading processes (default: 2; autograde starts none, and works in its "
+        "own process, for a batch too small to repay starting them, one submission or a few "
+        "quick ones, and with --scheduler, where they would only record what the cluster "
+        "graded)",
     )
 
 
@@ -70,7 +71,8 @@ def scheduler_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--scheduler",
         help="grade on a Dask cluster: the scheduler's address (tls://host:8786) or scheduler "
-        "file; nbgrader's part then runs in this process, or in --workers N local processes",
+        "file; nbgrader's part then runs in this process, or in --workers N (2 or more) local "
+        "processes",
     )
     tls = "(default: Dask's config distributed.comm.tls.%s)"
     command.add_argument(

@@ -342,7 +342,8 @@ def test_a_grading_that_fails_in_the_batchs_own_process_never_stops_the_others(
         def __init__(self, *args):
             pass
 
-        def record(self, exercise, student, path):
+        def record(self, exercise, student, path, handed=None):
+            assert handed is None, "no cluster graded it"
             if student == "alice":
                 raise RuntimeError("boom")
             graded.append(student)
@@ -359,6 +360,85 @@ def test_a_grading_that_fails_in_the_batchs_own_process_never_stops_the_others(
     notes = table_notes(items, {}, batch.outcomes)
     assert notes[(EXERCISE, "alice")] == "not graded, the grader failed (said above)"
     assert "the grading failed (RuntimeError: boom)" in capsys.readouterr().err
+
+
+def test_with_a_cluster_the_batchs_own_process_records_each_answer(tmp_path, capsys, monkeypatch):
+    """--scheduler without --workers: each answer is recorded in the batch's own process as it
+    comes in; a refused answer is graded here (no report handed over); a recording that raises
+    is named and the others go on; the client is closed on every path, also when the batch
+    fails before the first answer."""
+    from types import SimpleNamespace
+
+    distributed = pytest.importorskip("distributed")
+    from autograder.batch import dask_client, dask_cluster, dask_results, recorder
+    from autograder.batch.engine import Batch, Submitted
+    from autograder.core.errors import EnvironmentFailure
+
+    recorded: list[tuple[str, object]] = []
+    closed: list[bool] = []
+
+    class Recorder:
+        fails = False
+
+        def __init__(self, *args):
+            if Recorder.fails:
+                raise EnvironmentFailure("the disk is gone")
+
+        def record(self, exercise, student, path, graded=None):
+            recorded.append((student, graded))
+            if student == "alice":
+                raise RuntimeError("boom")
+            return f"recorded {student}"
+
+    class Future:  # a Dask future as far as the batch uses one (a dict key, a result)
+        def __init__(self, student: str) -> None:
+            self.student = student
+
+        def result(self) -> str:
+            return f"answer of {self.student}"
+
+    class Client:
+        def submit(self, function, exercise, student, *args, pure):
+            return Future(student)
+
+        def close(self):
+            closed.append(True)
+
+    def decode(answer, exercise, key, level):
+        if "carol" in answer:
+            raise dask_results.InvalidResult("a score above 8")
+        return answer
+
+    monkeypatch.setattr(recorder, "Recorder", Recorder)
+    monkeypatch.setattr(dask_cluster, "connect", lambda plan: Client())
+    monkeypatch.setattr(distributed, "as_completed", iter)
+    monkeypatch.setattr(dask_results, "decode", decode)
+    monkeypatch.setattr(dask_client, "workers_of", lambda client, future: "tls://worker:1")
+    monkeypatch.setattr(Batch, "level_name", "jail")
+    batch = Batch(api=None, course=tmp_path, level="jail")
+    batch.api = SimpleNamespace(coursedir=SimpleNamespace(db_url="sqlite://"))
+    finished: list[str] = []
+    monkeypatch.setattr(batch, "finish", lambda item, result, progress: finished.append(result))
+    items = []
+    for student in ("alice", "bob", "carol"):
+        path = tmp_path / f"{student}.ipynb"
+        path.write_text("{}")
+        items.append(Submitted(EXERCISE, student, path))
+    cluster = dask_cluster.Plan("tls://scheduler:8786", None)
+
+    batch.run(items, None, tmp_path, cluster)
+    assert recorded == [("alice", "answer of alice"), ("bob", "answer of bob"), ("carol", None)]
+    assert finished == ["recorded bob", "recorded carol"]
+    assert batch.outcomes[items[0]].failed == "grader"
+    err = capsys.readouterr().err
+    assert "carol/ex1_numpy_attention: the Dask task on worker tls://worker:1" in err
+    assert "graded locally" in err and "the grading failed (RuntimeError: boom)" in err
+    assert closed == [True]
+
+    Recorder.fails = True
+    with pytest.raises(EnvironmentFailure):
+        batch.run(items, None, tmp_path, cluster)
+    assert closed == [True, True], "the client is closed when the batch fails"
 
 
 def test_the_batch_s_report_reaches_nbgrader_through_the_app_it_builds(

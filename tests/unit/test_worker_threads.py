@@ -85,7 +85,7 @@ def test_workers_that_run_nbgraders_part_only_start_no_template():
     if not isolation.choose().warm:
         pytest.skip("sandboxes start cold here (warm starts are for a root grader)")
     for grades in (False, True):
-        with pool.worker_pool(2, 2, always=True, grades=grades) as workers:
+        with pool.worker_pool(2, 2, grades=grades) as workers:
             assert workers is not None
             asked = {workers.submit(_template_start_asked).result(timeout=120) for _ in range(4)}
         assert asked == {grades}, grades
