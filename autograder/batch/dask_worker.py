@@ -15,17 +15,9 @@ started (the imports run there).
 
 from __future__ import annotations
 
-import importlib
-
 
 def dask_setup(worker: object = None) -> None:
     """Dask's preload hook, run once as the worker starts."""
     from autograder.batch import recorder
-    from autograder.sandbox import isolation, warm
 
-    try:  # the template imports while this process does
-        warm.start_early(isolation.choose(), optimizers=True)
-    except Exception:  # noqa: BLE001 - the first task meets the same error, and says it
-        pass
-    for name in recorder.WORKER_MODULES:
-        importlib.import_module(name)
+    recorder.load_grading(template=True, optimizers=True)

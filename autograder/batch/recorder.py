@@ -291,7 +291,6 @@ def start_worker(
     what every grading needs (already loaded where the fork server preloaded it; spawned
     workers import it here); the Recorder is made by the first submission, which says for
     which course and scratch directory."""
-    import importlib
     import multiprocessing.util
     import signal
 
@@ -302,18 +301,29 @@ def start_worker(
     signal.signal(signal.SIGINT, lambda *_: None)
     quiet_database_tracebacks()
     multiprocessing.util.Finalize(None, _end_worker, exitpriority=0)
+    load_grading(grades, optimizers)
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+def load_grading(template: bool, optimizers: bool) -> None:
+    """Make this process ready to grade before its first submission: with `template`, its
+    sandbox template starts in the background (loading what torch.optim loads if
+    `optimizers`), and WORKER_MODULES are imported beside it (already loaded where a fork
+    server preloaded them). A pool worker as it starts (start_worker), a Dask worker started
+    with the preload (dask_worker)."""
+    import importlib
+
     from autograder.sandbox import isolation, warm
 
-    try:  # the template imports while this worker does (spawned) or takes its first submission
-        if grades:
+    try:  # the template imports while this process does, or takes its first submission
+        if template:
             warm.start_early(isolation.choose(), optimizers)
     except Exception:  # noqa: BLE001 - the first grading meets the same error, and says it
         pass
     for name in WORKER_MODULES:
         importlib.import_module(name)
-    import torch
-
-    torch.set_num_threads(threads)
 
 
 def record_in_worker(

@@ -108,20 +108,15 @@ def test_the_batch_chooses_its_workers_only_when_not_told():
     assert pool.worker_count(3, [ex8] * 9, grades=False) == 3
 
 
-_ASKED = (
-    "import sys, threading\nfrom autograder.sandbox import warm\n"
-    "def asked():\n"
-    "    started = any(t.name == 'attn-grade-template-start' for t in threading.enumerate())\n"
-    "    return started or bool(warm._TEMPLATES) or bool(warm._FAILED)\n"
-)
-
-
 def _in_a_process(code: str) -> str:
+    """`code` run in a fresh interpreter, with `_template_start_asked()` defined: its output."""
+    import inspect
     import subprocess
     import sys
 
+    program = f"import sys\n{inspect.getsource(_template_start_asked)}\n{code}"
     done = subprocess.run(
-        [sys.executable, "-c", _ASKED + code], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -137,7 +132,7 @@ def test_a_batch_that_only_records_starts_no_template_in_its_process():
     code = (
         "from autograder.batch import pool\n"
         "with pool.worker_pool(1, 9, grades={grades}) as workers:\n"
-        "    print(workers is None, asked())\n"
+        "    print(workers is None, _template_start_asked())\n"
     )
     assert _in_a_process(code.format(grades=False)) == "True False"
     assert _in_a_process(code.format(grades=True)) == "True True"
@@ -154,7 +149,7 @@ def test_a_preloaded_dask_worker_is_ready_before_its_first_task():
         "before = set(sys.modules)\n"
         "dask_worker.dask_setup(None)\n"
         "print(','.join(sorted(set(sys.modules) - before)))\n"
-        "print(asked())\n"
+        "print(_template_start_asked())\n"
     )
     loaded, asked = _in_a_process(code).splitlines()
     assert set(recorder.WORKER_MODULES) <= set(loaded.split(","))
