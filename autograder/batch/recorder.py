@@ -287,10 +287,8 @@ def start_worker(
     whether its sandbox template loads what torch.optim loads (Exercise.trains), `grades`
     whether it grades (a template is started now) or runs nbgrader's part only (--scheduler:
     a Dask cluster grades; the two templates it started for nothing cost about 4.6 CPU-s a
-    batch). The worker loads
-    what every grading needs (already loaded where the fork server preloaded it; spawned
-    workers import it here); the Recorder is made by the first submission, which says for
-    which course and scratch directory."""
+    batch). The worker loads what every grading needs (load_grading); the Recorder is made by
+    the first submission, which says for which course and scratch directory."""
     import multiprocessing.util
     import signal
 
