@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from babel.messages.pofile import read_po
@@ -29,6 +29,7 @@ _DEPTH = 4  # a value inside a value inside ...: messages nest at most a few lev
 # A value inside a message is translated only as a whole text of ours, or by an entry this
 # specific: a short pattern ("the {0} of {1}") would rewrite a student's own exception text.
 _MIN_FIXED_INSIDE = 10
+_MEMO = 20_000
 
 
 def po_path(lang: str) -> Path:
@@ -47,12 +48,52 @@ class _Template:
     order: tuple[int, ...]  # placeholder number of each group, in the English order
     translation: str
     fixed: int  # characters outside the placeholders: the more, the more specific
+    texts: tuple[str, ...]  # the fixed texts, in order (around and between the values)
+    breaks: int  # line breaks in the fixed texts
+
+    def may_match(self, text: str) -> bool:
+        """False where `pattern` cannot match: it needs `text` to start and end with the
+        outer fixed texts, to hold the inner ones, to have a character for every value, and
+        all its line breaks in fixed texts (a value is one line). Substring tests, which cost
+        far less than the pattern's backtracking over a long text that does not fit."""
+        first, last = self.texts[0], self.texts[-1]
+        return (
+            len(text) >= self.fixed + len(self.order)
+            and text.startswith(first)
+            and text.endswith(last)
+            and text.count("\n") == self.breaks
+            and all(inner in text for inner in self.texts[1:-1])
+        )
 
 
 @dataclass(frozen=True)
 class Catalogue:
     exact: dict[str, str]
     templates: tuple[_Template, ...]
+    # (text, depth, data) -> its best reading: the values of one message are read again for
+    # every entry that fits it, and a page shows the same messages again (a report, then the
+    # feedback); cleared when full, so a long-lived batch keeps at most _MEMO readings
+    memo: dict[tuple[str, int, str | None], tuple[str, int] | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    # (first, last character of a text) -> the templates that can fit such a text, in order
+    by_ends: dict[tuple[str, str], tuple[_Template, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def fitting(self, text: str) -> tuple[_Template, ...]:
+        """The templates, in order, whose outer fixed texts can begin and end `text`."""
+        ends = (text[0], text[-1])
+        if ends not in self.by_ends:
+            if len(self.by_ends) >= _MEMO:
+                self.by_ends.clear()
+            self.by_ends[ends] = tuple(
+                template
+                for template in self.templates
+                if template.texts[0][:1] in ("", ends[0])
+                and template.texts[-1][-1:] in ("", ends[1])
+            )
+        return self.by_ends[ends]
 
 
 def _template(msgid: str, msgstr: str) -> _Template | None:
@@ -64,7 +105,8 @@ def _template(msgid: str, msgstr: str) -> _Template | None:
         return None
     pattern = "([^\n]+?)".join(re.escape(text) for text in fixed_texts)  # values: one line
     fixed = sum(len(text) for text in fixed_texts)
-    return _Template(re.compile(pattern + r"\Z"), order, msgstr, fixed)
+    breaks = sum(text.count("\n") for text in fixed_texts)
+    return _Template(re.compile(pattern + r"\Z"), order, msgstr, fixed, tuple(fixed_texts), breaks)
 
 
 @functools.cache
@@ -117,13 +159,25 @@ def _best(text: str, found: Catalogue, depth: int, data: str | None) -> tuple[st
         return None
     if text in found.exact:
         return found.exact[text], len(text)
+    key = (text, depth, data)
+    if key in found.memo:
+        return found.memo[key]
+    best = _read(text, found, depth, data)
+    if len(found.memo) >= _MEMO:
+        found.memo.clear()
+    found.memo[key] = best
+    return best
+
+
+def _read(text: str, found: Catalogue, depth: int, data: str | None) -> tuple[str, int] | None:
+    """`_best` without the memo."""
     best: tuple[str, int] | None = None
-    for template in found.templates:
+    for template in found.fitting(text):
         if depth < _DEPTH and template.fixed < _MIN_FIXED_INSIDE:
             break  # sorted: the rest are shorter still
         if best is not None and template.fixed + (len(text) - template.fixed) <= best[1]:
             continue
-        match = template.pattern.match(text)
+        match = template.pattern.match(text) if template.may_match(text) else None
         if match is None:
             continue
         values: dict[int, str] = {}

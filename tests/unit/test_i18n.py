@@ -144,3 +144,49 @@ def test_a_report_reads_in_its_notebooks_language(tmp_path):
     assert korean.messages[0].endswith(message(report.messages[0], "ko")[-10:])
     assert report.checks[0].message == "the grading budget of 60 s is spent", "the record stays"
     assert in_language(report, "en") is report
+
+
+def _composed_texts(lang: str, count: int) -> list[str]:
+    """Messages as the grader makes them: the catalogue's entries with their values filled in
+    by other entries (nested), numbers, a student's exception text, two lines, or nothing."""
+    import random
+
+    draw = random.Random(20261129)
+    with po_path(lang).open("rb") as handle:
+        ids = [e.id for e in read_po(handle, locale=lang) if isinstance(e.id, str) and e.id]
+    plain = [text for text in ids if "{0}" not in text]
+    values = [
+        lambda: draw.choice(plain),
+        lambda: re.sub(r"\{\d+\}", lambda _: str(draw.randint(0, 99)), draw.choice(ids)),
+        lambda: "ValueError: shapes (2,3) and (4,5) not aligned",
+        lambda: "line one\nline two",
+        lambda: "3.25",
+        lambda: "{0}",
+    ]
+    texts = [*ids, "", "x", "\n\n", "nothing of ours"]
+    while len(texts) < count:
+        texts.append(re.sub(r"\{\d+\}", lambda _: draw.choice(values)(), draw.choice(ids)))
+    return texts
+
+
+@pytest.mark.parametrize("data", [None, "…"])
+def test_the_quick_reading_is_the_patterns_reading(monkeypatch, data):
+    """The shortcuts of a look-up (the templates that can begin and end a text, the substring
+    tests before a pattern, the memo) read every message exactly as trying every template's
+    pattern on it does."""
+    texts = _composed_texts("ko", 3000)
+    quick = [message(text, "ko", data) for text in texts]
+    again = [message(text, "ko", data) for text in texts]  # from the memo
+
+    class Forgetful(dict):
+        def __setitem__(self, key, value):
+            pass  # nothing is kept: every reading is made again
+
+    fresh = catalogues.catalogue("ko")
+    every = catalogues.Catalogue(fresh.exact, fresh.templates, memo=Forgetful())
+    monkeypatch.setattr(catalogues.Catalogue, "fitting", lambda self, text: self.templates)
+    monkeypatch.setattr(catalogues._Template, "may_match", lambda self, text: True)
+    monkeypatch.setattr(catalogues, "catalogue", lambda lang: every)
+    slow = [message(text, "ko", data) for text in texts]
+    assert quick == again == slow
+    assert sum(a != b for a, b in zip(texts, slow, strict=True)) > len(texts) // 2  # translated
