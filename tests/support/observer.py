@@ -14,6 +14,7 @@ changed since (a swap), and `_agw_observed()` returns what it saw as UTF-8 bytes
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import itertools
@@ -205,14 +206,20 @@ def observer_notebook(exercise: str):
     return with_student_cells(notebook, OBSERVER)
 
 
+_IMPORT = re.compile(r"(from \S+ )?import ")
+_QUOTED_NAME = re.compile(r"[\"'][\w .]*[\"'],?\)?,?")
+_WORD = re.compile(r"[A-Za-z_]{3}")
+
+
+@functools.lru_cache(maxsize=1 << 16)  # the same lines come again (every file, every test)
 def _meaningful(line: str) -> bool:
     """A stripped line that says something: long enough, not an import, not only a name in
     quotes (check names are public), with a word in it."""
     return (
         len(line) >= MIN_LINE
-        and not re.match(r"(from \S+ )?import ", line)
-        and not re.fullmatch(r"[\"'][\w .]*[\"'],?\)?,?", line)
-        and re.search(r"[A-Za-z_]{3}", line) is not None
+        and not _IMPORT.match(line)
+        and not _QUOTED_NAME.fullmatch(line)
+        and _WORD.search(line) is not None
     )
 
 
@@ -238,11 +245,23 @@ def hidden_pairs(exercise: str, notebook) -> set[tuple[str, str]]:
         files += sorted((ROOT / package).glob("*.py"))
     hidden: set[tuple[str, str]] = set()
     for path in files:
-        hidden |= pairs(path.read_text())
+        hidden |= _file_pairs(path)
     shown = pairs("\n".join(str(cell.source) for cell in notebook.cells))
     for path in RUNTIME.glob("*.py"):
-        shown |= pairs(path.read_text())
+        shown |= _file_pairs(path)
     return hidden - shown
+
+
+def _file_pairs(path: Path) -> frozenset[tuple[str, str]]:
+    """`pairs` of a file, read again only when it changed (one run reads each grader file for
+    every exercise and level)."""
+    stat = path.stat()
+    return _pairs_of(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=512)
+def _pairs_of(path: Path, mtime_ns: int, size: int) -> frozenset[tuple[str, str]]:
+    return frozenset(pairs(path.read_text()))
 
 
 def hidden_lines(exercise: str, notebook) -> set[str]:
