@@ -32,7 +32,7 @@ from pathlib import Path
 RECORD = 64  # sizeof(struct acct_v3)
 HZ = 100  # AHZ: the unit of acct_v3's times
 HOOK = """
-import json, os, time
+import json, os, resource, time
 import pytest
 
 _out = []
@@ -40,11 +40,15 @@ _out = []
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     started = time.time()
+    own = resource.getrusage(resource.RUSAGE_SELF)
     yield
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = after.ru_utime + after.ru_stime - own.ru_utime - own.ru_stime
     if not _out:
         name = os.environ.get("PYTEST_XDIST_WORKER", "main")
         _out.append(open(os.path.join(os.environ["SUITE_CENSUS_DIR"], name + ".jsonl"), "a"))
     record = {"pid": os.getpid(), "test": item.nodeid, "start": started, "end": time.time()}
+    record["cpu"] = cpu  # the worker's own CPU in the test (its setup and teardown included)
     _out[0].write(json.dumps(record) + "\\n")
     _out[0].flush()
 """
@@ -82,8 +86,9 @@ def accounting(path: Path | None) -> None:
         raise OSError(ctypes.get_errno(), "acct(2) failed (root and BSD process accounting needed)")
 
 
-def by_test(found: list[dict], tests: list[dict]) -> Counter[str]:
-    """CPU by test file: each process to the test running on its worker when it started."""
+def by_test(found: list[dict], tests: list[dict], whole: bool = False) -> Counter[str]:
+    """CPU by test file (by test with `whole`): each process to the test running on its worker
+    when it started."""
     workers = {test["pid"] for test in tests}
     parent = {process["pid"]: process["ppid"] for process in found}
     windows = defaultdict(list)
@@ -105,13 +110,14 @@ def by_test(found: list[dict], tests: list[dict]) -> Counter[str]:
             ),
             "(no test: the pytest controller, tools, or a reparented process)",
         )
-        cpu[test.split("::")[0]] += process["cpu"]
+        cpu[test if whole else test.split("::")[0]] += process["cpu"]
     return cpu
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--top", type=int, default=25, help="rows per table")
+    parser.add_argument("--keep", type=Path, help="copy the raw record and test windows here")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -135,6 +141,10 @@ def main() -> int:
             accounting(None)
         found = records(record)
         tests = [json.loads(line) for f in work.glob("*.jsonl") for line in f.open()]
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            (args.keep / "processes.json").write_text(json.dumps(found))
+            (args.keep / "tests.json").write_text(json.dumps(tests))
     if not found:
         print("no process was accounted: is the file system under 4% free?", file=sys.stderr)
         return 1
@@ -156,6 +166,9 @@ def main() -> int:
     if tests:
         print(f"\nCPU-s  by test file ({len(tests)} tests)")
         for name, cpu in by_test(found, tests).most_common(args.top):
+            print(f"{cpu:7.1f}  {name}")
+        print(f"\nCPU-s  by test, the processes it started ({len(tests)} tests)")
+        for name, cpu in by_test(found, tests, whole=True).most_common(args.top):
             print(f"{cpu:7.1f}  {name}")
     return code
 
