@@ -29,7 +29,12 @@ _DEPTH = 4  # a value inside a value inside ...: messages nest at most a few lev
 # A value inside a message is translated only as a whole text of ours, or by an entry this
 # specific: a short pattern ("the {0} of {1}") would rewrite a student's own exception text.
 _MIN_FIXED_INSIDE = 10
-_MEMO = 20_000
+# Bounds of what a process keeps (a batch's process translates many students' messages): at
+# most _MEMO readings, each of a text of at most _MEMO_TEXT characters (a longer one, which
+# holds a student's text, is read every time), and _ENDS template lists (about 2 KB each)
+_MEMO = 4096
+_MEMO_TEXT = 1000
+_ENDS = 1024
 
 
 def po_path(lang: str) -> Path:
@@ -72,7 +77,7 @@ class Catalogue:
     templates: tuple[_Template, ...]
     # (text, depth, data) -> its best reading: the values of one message are read again for
     # every entry that fits it, and a page shows the same messages again (a report, then the
-    # feedback); cleared when full, so a long-lived batch keeps at most _MEMO readings
+    # feedback); cleared when full (_MEMO)
     memo: dict[tuple[str, int, str | None], tuple[str, int] | None] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -85,7 +90,7 @@ class Catalogue:
         """The templates, in order, whose outer fixed texts can begin and end `text`."""
         ends = (text[0], text[-1])
         if ends not in self.by_ends:
-            if len(self.by_ends) >= _MEMO:
+            if len(self.by_ends) >= _ENDS:
                 self.by_ends.clear()
             self.by_ends[ends] = tuple(
                 template
@@ -159,6 +164,8 @@ def _best(text: str, found: Catalogue, depth: int, data: str | None) -> tuple[st
         return None
     if text in found.exact:
         return found.exact[text], len(text)
+    if len(text) > _MEMO_TEXT:
+        return _read(text, found, depth, data)
     key = (text, depth, data)
     if key in found.memo:
         return found.memo[key]

@@ -190,3 +190,21 @@ def test_the_quick_reading_is_the_patterns_reading(monkeypatch, data):
     slow = [message(text, "ko", data) for text in texts]
     assert quick == again == slow
     assert sum(a != b for a, b in zip(texts, slow, strict=True)) > len(texts) // 2  # translated
+
+
+def test_what_a_process_keeps_of_its_readings_is_bounded():
+    """A batch translates every student's messages in one process: the kept readings stay
+    within their bounds, whatever the students' texts (long ones are not kept at all)."""
+    kept = catalogues.catalogue("ko")
+    long_text = "x" * (catalogues._MEMO_TEXT + 1)
+    most = {"memo": 0, "ends": 0, "text": 0}
+    for number in range(catalogues._MEMO + 50):
+        message(f"{long_text} {number}", "ko")
+        message(f"{number}: got {number} where {number + 1} was expected", "ko")
+        message(chr(0x4E00 + number % 3000) + f" {number} " + chr(0x4E00 + number), "ko")
+        most["memo"] = max(most["memo"], len(kept.memo))
+        most["ends"] = max(most["ends"], len(kept.by_ends))
+        most["text"] = max([most["text"], *(len(text) for text, _, _ in kept.memo)])
+    assert 0 < most["memo"] <= catalogues._MEMO
+    assert 0 < most["text"] <= catalogues._MEMO_TEXT
+    assert 0 < most["ends"] <= catalogues._ENDS
