@@ -35,6 +35,7 @@ _MIN_FIXED_INSIDE = 10
 _MEMO = 4096
 _MEMO_TEXT = 1000
 _ENDS = 1024
+_UNREAD = object()
 
 
 def po_path(lang: str) -> Path:
@@ -89,16 +90,19 @@ class Catalogue:
     def fitting(self, text: str) -> tuple[_Template, ...]:
         """The templates, in order, whose outer fixed texts can begin and end `text`."""
         ends = (text[0], text[-1])
-        if ends not in self.by_ends:
-            if len(self.by_ends) >= _ENDS:
-                self.by_ends.clear()
-            self.by_ends[ends] = tuple(
+        # one look-up, no test-then-read: another thread may empty the dict in between
+        found = self.by_ends.get(ends)
+        if found is None:
+            found = tuple(
                 template
                 for template in self.templates
                 if template.texts[0][:1] in ("", ends[0])
                 and template.texts[-1][-1:] in ("", ends[1])
             )
-        return self.by_ends[ends]
+            if len(self.by_ends) >= _ENDS:
+                self.by_ends.clear()
+            self.by_ends[ends] = found
+        return found
 
 
 def _template(msgid: str, msgstr: str) -> _Template | None:
@@ -167,8 +171,9 @@ def _best(text: str, found: Catalogue, depth: int, data: str | None) -> tuple[st
     if len(text) > _MEMO_TEXT:
         return _read(text, found, depth, data)
     key = (text, depth, data)
-    if key in found.memo:
-        return found.memo[key]
+    kept = found.memo.get(key, _UNREAD)  # one look-up: another thread may empty it meanwhile
+    if kept is not _UNREAD:
+        return kept  # type: ignore[return-value]
     best = _read(text, found, depth, data)
     if len(found.memo) >= _MEMO:
         found.memo.clear()

@@ -208,3 +208,39 @@ def test_what_a_process_keeps_of_its_readings_is_bounded():
     assert 0 < most["memo"] <= catalogues._MEMO
     assert 0 < most["text"] <= catalogues._MEMO_TEXT
     assert 0 < most["ends"] <= catalogues._ENDS
+
+
+def test_kept_readings_emptied_by_another_thread_at_any_moment_cost_nothing(monkeypatch):
+    """A Dask worker with several threads renders pages at once: one thread may empty the kept
+    readings (full) right after another has looked at them or stored one. Here every look and
+    every store emptied them: the translations are the same, and nothing fails."""
+
+    class Emptied(dict):
+        """A dict that another thread empties right after each look and each store."""
+
+        def __setitem__(self, key, value):
+            super().__setitem__(key, value)
+            self.clear()
+
+        def __contains__(self, key):
+            found = super().__contains__(key)
+            self.clear()
+            return found
+
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            self.clear()
+            return found
+
+        def __getitem__(self, key):
+            found = super().__getitem__(key)
+            self.clear()
+            return found
+
+    texts = _composed_texts("ko", 500)
+    wanted = [message(text, "ko") for text in texts]
+    fresh = catalogues.catalogue("ko")
+    racing = catalogues.Catalogue(fresh.exact, fresh.templates, memo=Emptied(), by_ends=Emptied())
+    monkeypatch.setattr(catalogues, "catalogue", lambda lang: racing)
+    twice = [message(text, "ko") for text in texts for _ in range(2)]  # the same text again
+    assert twice == [translation for translation in wanted for _ in range(2)]
