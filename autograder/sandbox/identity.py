@@ -11,14 +11,22 @@ different temporary directories would otherwise hand out the same uid, and one's
 would kill the other's sandbox). A uid is swept when it is taken: a process left running
 under it (a grader killed with SIGKILL frees its slot at once) is killed before the uid is
 handed to the next submission, so it can never signal or trace that submission.
+
+Where a child could write outside its work dir (the `uid` level without Landlock), what its uid
+left in the world-writable folders is removed when its sandbox closes (`remove_files_of`). A
+slot whose sweep did not run (its grader was killed) or did not finish is marked in its lock
+file; the next grader that takes the slot sweeps first, and passes the slot over while the
+sweep cannot finish, so no submission meets files an earlier one left under its uid.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import pwd
+import re
 import stat
 import subprocess
 import sys
@@ -45,10 +53,32 @@ class SandboxUid:
     def slot(self) -> int:
         return self.uid - FIRST_UID
 
+    def mark_dirty(self) -> None:
+        """Say in the slot's lock file that files of this uid may be left outside the work dir
+        (until `mark_clean`): a grader killed before its sweep leaves the mark for the next."""
+        _write_mark(self._lock_fd, DIRTY)
+
+    def mark_clean(self) -> None:
+        _write_mark(self._lock_fd, b"")
+
     def release(self) -> None:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
+
+
+DIRTY = b"files may be left\n"
+
+
+def _write_mark(fd: int, mark: bytes) -> None:
+    if fd >= 0:
+        os.ftruncate(fd, 0)
+        if mark:
+            os.pwrite(fd, mark, 0)
+
+
+def _is_dirty(fd: int) -> bool:
+    return bool(os.pread(fd, len(DIRTY), 0))
 
 
 def _unused(uid: int) -> bool:
@@ -127,6 +157,7 @@ def acquire() -> SandboxUid:
     RuntimeError when every slot is taken."""
     locks = lock_directory()
     start = os.getpid() % SLOTS
+    skipped = 0
     for offset in range(SLOTS):
         slot = (start + offset) % SLOTS
         uid = FIRST_UID + slot
@@ -141,29 +172,95 @@ def acquire() -> SandboxUid:
             os.close(fd)
             continue
         kill_processes_of(uid)  # left by a grader that died with its sandbox running
+        if _is_dirty(fd):  # its grader died before its sweep, or the sweep did not finish
+            if not remove_files_of(uid).complete:
+                os.close(fd)
+                skipped += 1
+                continue  # never handed out with files of an earlier submission left
+            _write_mark(fd, b"")
         return SandboxUid(uid, fd)
-    raise RuntimeError("no free sandbox uid")
+    raise RuntimeError(
+        "no free sandbox uid"
+        + (
+            f" ({skipped} slots hold files of earlier sandboxes that could not be removed from "
+            f"{', '.join(map(str, scratch_folders()))})"
+            if skipped
+            else ""
+        )
+    )
 
 
-SCRATCH = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+# Folders every user may write in on a Linux host (the FHS's and systemd's); `scratch_folders`
+# adds every world-writable mount point the host has
+SCRATCH = (
+    Path("/tmp"),
+    Path("/var/tmp"),
+    Path("/dev/shm"),
+    Path("/run/lock"),
+    Path("/var/lock"),
+    Path("/dev/mqueue"),
+)
+# Entries of other users walked past in one sweep (those of the uid are all removed, however
+# many): past it the sweep is not complete and the slot is passed over
+OTHERS_LIMIT = 1_000_000
 
 
-def remove_files_of(uid: int, folders: tuple[Path, ...] = SCRATCH, limit: int = 100_000) -> int:
+def scratch_folders() -> tuple[Path, ...]:
+    """The world-writable folders outside a sandbox's work dir: SCRATCH and every mount point
+    other users may write in, each once (/var/lock is a link to /run/lock)."""
+    found = [*SCRATCH, *_mount_points()]
+    unique: dict[str, Path] = {}
+    for folder in found:
+        try:
+            real = os.path.realpath(folder)
+            if os.stat(real).st_mode & stat.S_IWOTH and os.path.isdir(real):
+                unique.setdefault(real, Path(real))
+        except OSError:
+            continue
+    return tuple(unique.values())
+
+
+def _mount_points() -> list[Path]:
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    points = []
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 4 and not fields[4].startswith(("/proc", "/sys")):
+            # octal escapes (\040 for a space) as the kernel writes them
+            points.append(Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4])))
+    return points
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    removed: int  # entries of the uid removed (a folder with all below it counts once)
+    complete: bool  # every folder walked to its end and nothing of the uid left
+
+
+def remove_files_of(
+    uid: int, folders: tuple[Path, ...] | None = None, limit: int = OTHERS_LIMIT
+) -> Sweep:
     """Remove what `uid` (a sandbox uid, about to be reused) left in the world-writable folders
     outside its work dir, where it could write when Landlock did not keep it out (the `uid`
     level on a kernel without Landlock): its entries at any depth below world-writable
     folders, never following a link. A file left there was a channel to whichever submission
-    gets the uid next. Returns how many entries were removed."""
-    removed, seen = 0, 0
+    gets the uid next. Every entry of the uid goes, however many it made; `limit` bounds the
+    entries of others walked past, and a sweep cut short by it is not `complete`."""
+    removed, others, left = 0, 0, False
+    folders = scratch_folders() if folders is None else folders
     stack = [folder for folder in folders if folder.is_dir() and not folder.is_symlink()]
-    while stack and seen < limit:
+    while stack:
+        if others >= limit:
+            return Sweep(removed, complete=False)
         folder = stack.pop()
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
-            seen += 1
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
@@ -175,6 +272,9 @@ def remove_files_of(uid: int, folders: tuple[Path, ...] = SCRATCH, limit: int = 
                 else:
                     with contextlib.suppress(OSError):
                         os.unlink(entry.path)
-            elif stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
+                left = left or os.path.lexists(entry.path)
+                continue
+            others += 1
+            if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
                 stack.append(Path(entry.path))  # another's folder the uid could write in
-    return removed
+    return Sweep(removed, complete=not left)

@@ -84,6 +84,8 @@ class Sandbox:
         iso = self.isolation
         self.warm = template is not None
         self._uid = identity.acquire() if iso.separate_uid else None
+        if self._uid is not None and not iso.jail:  # its child may write outside its work dir
+            self._uid.mark_dirty()
         child_uid = self._uid.uid if self._uid else None
         request_read, self._request_write = os.pipe()
         self._response_read, response_write = os.pipe()
@@ -291,8 +293,10 @@ class Sandbox:
             self._group = None
         if self._uid is not None:
             identity.kill_processes_of(self._uid.uid)
-            if not self.isolation.jail:  # the jail's /tmp was its own
-                identity.remove_files_of(self._uid.uid)
+            # the jail's /tmp was its own; a sweep that did not finish leaves the slot marked,
+            # and the next grader to take it sweeps again or passes it over
+            if not self.isolation.jail and identity.remove_files_of(self._uid.uid).complete:
+                self._uid.mark_clean()
             self._uid.release()
             self._uid = None
         if self.workdir is not None:

@@ -220,6 +220,20 @@ def test_no_host_socket_listing_nor_grader_environment(level, reached):
 
 
 @pytest.mark.parametrize("level", list(_params()))
+def test_nothing_the_child_wrote_outside_its_work_dir_outlives_its_sandbox(level, reached):
+    """Where the child could write in a world-writable folder (no Landlock, no jail): its files,
+    folders and links there are gone once its sandbox has closed, /run/lock's too (a channel to
+    the next submission that gets its uid)."""
+    found = reached(level)
+    assert found["scratch_left"] == [], found["scratch_written"]
+    if level.endswith("without-landlock") or level == "rlimits":  # the test can fail there
+        assert any(path.startswith("/run/lock/") for path in found["scratch_written"])
+        assert any(path.startswith("/tmp/") for path in found["scratch_written"])
+    elif level != "jail":  # (the jail's /tmp is its own tmpfs)
+        assert found["scratch_written"] == [], "Landlock keeps the child in its work dir"
+
+
+@pytest.mark.parametrize("level", list(_params()))
 def test_never_a_privileged_child(level, reached):
     found = reached(level)
     identity = found["identity"]

@@ -126,6 +126,28 @@ def privileged_acts():
         found["mknod"] = _errno_name(error.errno)
     return found
 
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
+
+def scratch_writes(name):
+    # what the child can leave outside its work dir for the next holder of its uid: a file
+    # (0600, as a careful sender would make it), a folder with a file in it and a link
+    written = []
+    for folder in SCRATCH:
+        path = os.path.join(folder, name)
+        try:
+            with open(os.open(path + "-file", os.O_CREAT | os.O_WRONLY, 0o600), "w") as f:
+                f.write("left for the next submission")
+            written.append(path + "-file")
+            os.mkdir(path + "-folder")
+            with open(os.path.join(path + "-folder", "inner"), "w") as f:
+                f.write("left too")
+            written.append(path + "-folder")
+            os.symlink("/etc/passwd", path + "-link")
+            written.append(path + "-link")
+        except OSError:
+            pass
+    return written
+
 def work():
     import subprocess
     import matplotlib
@@ -168,9 +190,18 @@ def main() -> None:
         found["addresses"] = _outcome(submission, "addresses", *listeners)
         found["sockets"] = _outcome(submission, "sockets", udp_port)
         found["proc_net"] = _outcome(submission, "proc_net", os.getpid())
+        scratch_name = f"attn-adv-scratch-{os.getpid()}"
+        found["scratch_written"] = _outcome(submission, "scratch_writes", scratch_name)
         # last: each kills the child (the submission starts a new one for the next)
         for name in ("x32_getpid", "i386_getpid", "i386_socketcall"):
             found[name] = _outcome(submission, name)
+    # the sandboxes have closed: nothing the child wrote outside its work dir is left
+    written = found["scratch_written"] if isinstance(found["scratch_written"], list) else []
+    found["scratch_left"] = [
+        path
+        for path in map(str, written)
+        if os.path.basename(path).startswith(scratch_name) and os.path.lexists(path)
+    ]
     print(json.dumps(found))
 
 

@@ -1,15 +1,20 @@
 """What a sandbox uid left in world-writable folders is removed before the uid is reused (at the
 `uid` level without Landlock a child could write /tmp, /var/tmp and /dev/shm, and an
 independent attacker's files outlived the grading: a channel to the next submission that gets
-the uid)."""
+the uid). Later: every entry of the uid goes however many it made (a flood of one folder once
+ended the sweep before the others), /run/lock and every world-writable mount point are swept,
+and a slot whose grader died before its sweep is swept by the next grader that takes it."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 
-from autograder.sandbox.identity import FIRST_UID, remove_files_of
+from autograder.sandbox import identity
+from autograder.sandbox.identity import FIRST_UID, Sweep, remove_files_of, scratch_folders
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 UID = FIRST_UID + 4242
@@ -40,8 +45,8 @@ def test_files_folders_and_links_of_the_uid_go(scratch, tmp_path):
     _owned(scratch / "folder")
     (scratch / "link").symlink_to(outside)
     _owned(scratch / "link")
-    removed = remove_files_of(UID, (scratch,))
-    assert removed == 3 and list(scratch.iterdir()) == []
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=3, complete=True)
+    assert list(scratch.iterdir()) == []
     assert outside.read_text() == "not the sandbox's", "a link is removed, not followed"
 
 
@@ -65,8 +70,133 @@ def test_inside_another_users_world_writable_folder_too(scratch):
 def test_another_uids_files_stay(scratch):
     (scratch / "neighbour.txt").write_text("a concurrent sandbox's")
     _owned(scratch / "neighbour.txt", OTHER)
-    assert remove_files_of(UID, (scratch,)) == 0
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=0, complete=True)
     assert (scratch / "neighbour.txt").exists()
+
+
+@pytest.mark.parametrize("flooded", ["the first folder swept", "the last folder swept"])
+def test_a_flood_of_the_uids_own_entries_hides_nothing(tmp_path, flooded):
+    """However many entries the uid made in one folder, its entries in every other folder go
+    too (the sweep once stopped after 100,000 entries, /dev/shm's first)."""
+    folders = []
+    for name in ("a", "b"):
+        folder = tmp_path / name
+        folder.mkdir()
+        folder.chmod(0o1777)
+        folders.append(folder)
+    flood, other = folders if flooded == "the last folder swept" else folders[::-1]
+    for number in range(30):
+        (flood / f"flood-{number}").touch()
+        _owned(flood / f"flood-{number}")
+    (other / "message").write_text("for the next holder of the uid")
+    _owned(other / "message")
+    assert remove_files_of(UID, tuple(folders), limit=10) == Sweep(removed=31, complete=True)
+    assert list(flood.iterdir()) == list(other.iterdir()) == []
+
+
+def test_a_walk_cut_short_by_others_entries_is_not_complete(scratch):
+    for number in range(12):
+        (scratch / f"theirs-{number}").touch()
+        _owned(scratch / f"theirs-{number}", OTHER)
+    shared = scratch / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "mine").touch()
+    _owned(shared / "mine")
+    assert not remove_files_of(UID, (scratch,), limit=5).complete
+    assert remove_files_of(UID, (scratch,), limit=100) == Sweep(removed=1, complete=True)
+
+
+def test_an_entry_of_the_uid_that_stays_makes_the_sweep_incomplete(scratch, monkeypatch):
+    (scratch / "pinned").write_text("a file the sweep could not remove")
+    _owned(scratch / "pinned")
+
+    def refused(path, *args, **kwargs):
+        raise PermissionError(1, "Operation not permitted", path)
+
+    monkeypatch.setattr(os, "unlink", refused)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+
+
+def test_every_world_writable_mount_point_and_the_lock_folder_are_swept():
+    """Measured with util-linux's findmnt, not with the grader's own reading of mountinfo."""
+    swept = {str(folder) for folder in scratch_folders()}
+    if shutil.which("findmnt") is None:
+        pytest.skip("findmnt (util-linux) is not installed")
+    listed = subprocess.run(
+        ["findmnt", "-rn", "-o", "TARGET"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    targets = [t.encode().decode("unicode_escape") for t in listed]
+    writable = [
+        os.path.realpath(t)
+        for t in [*targets, "/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock"]
+        if not t.startswith(("/proc", "/sys")) and _world_writable(t)
+    ]
+    assert writable, "this host has no world-writable folder: the test proves nothing here"
+    assert set(writable) <= swept, set(writable) - swept
+
+
+def _world_writable(path: str) -> bool:
+    try:
+        return os.path.isdir(path) and bool(os.stat(path).st_mode & 0o002)
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def next_slot(scratch, monkeypatch):
+    """The uid acquire() hands out next in this process, its sweep confined to `scratch`."""
+    monkeypatch.setattr(identity, "SCRATCH", (scratch,))
+    monkeypatch.setattr(identity, "_mount_points", lambda: [])
+    probe = identity.acquire()
+    uid = probe.uid
+    probe.release()
+    yield uid
+    with open(identity.lock_directory() / str(uid - FIRST_UID), "r+b") as lock:
+        lock.truncate(0)  # never leave a slot marked for the graders after this test
+
+
+def _take(uid: int) -> identity.SandboxUid:
+    held = identity.acquire()
+    if held.uid != uid:
+        held.release()
+        pytest.fail(f"slot {uid - FIRST_UID} was taken by a concurrent grader; rerun")
+    return held
+
+
+def test_a_slot_whose_grader_died_before_its_sweep_is_swept_when_taken(scratch, next_slot):
+    held = _take(next_slot)
+    held.mark_dirty()
+    (scratch / "answers.txt").write_text("for whoever gets this uid next")
+    _owned(scratch / "answers.txt", next_slot)
+    held.release()  # as a grader killed with SIGKILL: no sweep ran
+    again = _take(next_slot)
+    try:
+        assert not (scratch / "answers.txt").exists()
+    finally:
+        again.release()
+    lock = identity.lock_directory() / str(next_slot - FIRST_UID)
+    assert lock.read_bytes() == b"", "a slot swept clean is no longer marked"
+
+
+def test_a_slot_whose_sweep_cannot_finish_is_passed_over(scratch, next_slot, monkeypatch):
+    held = _take(next_slot)
+    held.mark_dirty()
+    held.release()
+    unfinished = []
+
+    def cut_short(uid, folders=None, limit=identity.OTHERS_LIMIT):
+        unfinished.append(uid)
+        return Sweep(removed=0, complete=False)
+
+    monkeypatch.setattr(identity, "remove_files_of", cut_short)
+    other = identity.acquire()
+    try:
+        assert other.uid != next_slot and unfinished == [next_slot]
+    finally:
+        other.release()
+    lock = identity.lock_directory() / str(next_slot - FIRST_UID)
+    assert lock.read_bytes() == identity.DIRTY, "still marked: the next grader sweeps again"
 
 
 def test_a_killed_grading_process_not_yet_reaped_leaves_no_runtime_copy(tmp_path):
