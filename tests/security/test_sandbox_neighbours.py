@@ -102,21 +102,25 @@ def test_a_lock_directory_someone_else_made_is_refused(tmp_path, monkeypatch):
 
 
 @needs_root
-def test_a_uid_is_handed_out_with_nothing_running_under_it():
+@pytest.mark.parametrize("dumpable", [True, False], ids=["dumpable", "not-dumpable"])
+def test_a_uid_is_handed_out_with_nothing_running_under_it(dumpable):
     """A grader killed with SIGKILL frees its uid slot at once; what ran under the uid must not
-    meet the next submission graded under it."""
+    meet the next submission graded under it, even a process that made itself not dumpable
+    (its /proc entry is then root's: found by the owner of /proc/PID alone, it was missed)."""
     # the uid acquire() hands out next in this process (a sandbox this worker keeps open, such
     # as the suite's shared one, holds the first slot it would have looked at)
     probe = identity.acquire()
     uid, slot = probe.uid, probe.uid - identity.FIRST_UID
     probe.release()
+    hide = "" if dumpable else "ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); "  # PR_SET_DUMPABLE
     script = (
-        f"import os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); "
-        f"os.setresuid({uid}, {uid}, {uid}); print('ready', flush=True); time.sleep(300)"
+        f"import ctypes, os, time; os.setgroups([]); os.setresgid({uid}, {uid}, {uid}); "
+        f"os.setresuid({uid}, {uid}, {uid}); {hide}print('ready', flush=True); time.sleep(300)"
     )
     leftover = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert leftover.stdout.readline().strip() == "ready"
+        assert identity.processes_of(uid) == [leftover.pid]
         held = identity.acquire()
         try:
             if held.uid != uid:
