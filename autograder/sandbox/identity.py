@@ -33,7 +33,6 @@ import sys
 from pathlib import Path
 
 from autograder.sandbox.killing import kill_until_gone
-from autograder.sandbox.plumbing import remove_tree
 
 FIRST_UID = 1_900_000_000
 SLOTS = 4096
@@ -245,36 +244,105 @@ def remove_files_of(
 ) -> Sweep:
     """Remove what `uid` (a sandbox uid, about to be reused) left in the world-writable folders
     outside its work dir, where it could write when Landlock did not keep it out (the `uid`
-    level on a kernel without Landlock): its entries at any depth below world-writable
-    folders, never following a link. A file left there was a channel to whichever submission
-    gets the uid next. Every entry of the uid goes, however many it made; `limit` bounds the
-    entries of others walked past, and a sweep cut short by it is not `complete`."""
-    removed, others, left = 0, 0, False
-    folders = scratch_folders() if folders is None else folders
-    stack = [folder for folder in folders if folder.is_dir() and not folder.is_symlink()]
-    while stack:
-        if others >= limit:
-            return Sweep(removed, complete=False)
-        folder = stack.pop()
+    level on a kernel without Landlock): its entries at any depth below world-writable folders
+    and below any sandbox uid's folder, never following a link. A file left there was a channel
+    to whichever submission gets the uid next. Every entry of the uid goes, however many it
+    made; `limit` bounds the entries of others walked past, and a sweep cut short by it, by a
+    folder that changed while it was walked or by an entry it could not remove is not
+    `complete`.
+
+    Folders are walked by descriptor (each opened relative to its parent's, without following
+    a link, and checked to be the entry listed), and entries removed relative to them: another
+    sandbox running at the same time may swap one of its folders for a link at any moment
+    (renameat2's RENAME_EXCHANGE), and a sweep that used paths removed what the link led to."""
+    removed, others, complete = 0, 0, True
+    for folder in scratch_folders() if folders is None else folders:
         try:
-            entries = list(os.scandir(folder))
+            top = os.open(folder, _DIRECTORY)
         except OSError:
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if info.st_uid == uid:
-                removed += 1
-                if stat.S_ISDIR(info.st_mode):
-                    remove_tree(Path(entry.path))  # no recursion limit (a 5,000-deep tree)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(entry.path)
-                left = left or os.path.lexists(entry.path)
-                continue
-            others += 1
-            if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_IWOTH:
-                stack.append(Path(entry.path))  # another's folder the uid could write in
-    return Sweep(removed, complete=not left)
+            continue  # not on this host
+        stack = [top]
+        try:
+            while stack:
+                fd = stack.pop()
+                try:
+                    with os.scandir(fd) as entries:
+                        for entry in entries:
+                            if others >= limit:
+                                return Sweep(removed, complete=False)
+                            try:
+                                info = entry.stat(follow_symlinks=False)
+                            except FileNotFoundError:
+                                continue
+                            if info.st_uid == uid:
+                                removed += 1
+                                complete &= _remove_at(fd, entry.name, info, uid)
+                                continue
+                            others += 1
+                            if _walked(info):
+                                child = _open_listed(fd, entry.name, info)
+                                if child is None:
+                                    complete = False
+                                elif len(stack) >= MAX_OPEN_FOLDERS:
+                                    os.close(child)
+                                    complete = False
+                                else:
+                                    stack.append(child)
+                except OSError:
+                    complete = False
+                finally:
+                    os.close(fd)
+        finally:
+            for fd in stack:
+                os.close(fd)
+    return Sweep(removed, complete)
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_OPEN_FOLDERS = 512  # folders of others waiting to be walked in one sweep (descriptors)
+
+
+def _walked(info: os.stat_result) -> bool:
+    """A folder of another the uid may have written in: world-writable, or a sandbox uid's (a
+    concurrent sandbox can let this one write in and then close it: `chmod 0711`)."""
+    return stat.S_ISDIR(info.st_mode) and (
+        bool(info.st_mode & stat.S_IWOTH) or FIRST_UID <= info.st_uid < FIRST_UID + SLOTS
+    )
+
+
+def _open_listed(parent: int, name: str, info: os.stat_result) -> int | None:
+    """The folder `name` of `parent`, if it is still the one listed (else None)."""
+    try:
+        fd = os.open(name, _DIRECTORY, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError:  # swapped for a link (ELOOP) or a file (ENOTDIR) since it was listed
+        return None
+    opened = os.fstat(fd)
+    if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
+    """Remove the uid's entry `name` of the folder open as `parent`; whether it is gone."""
+    if stat.S_ISDIR(info.st_mode):
+        # run in the folder open as `parent` (its descriptor, not its path): GNU rm walks the
+        # tree by descriptor too, never following a link, with no depth limit (5,000 deep)
+        subprocess.run(
+            ["rm", "-rf", "--one-file-system", "--", name],
+            cwd=f"/proc/self/fd/{parent}",
+            pass_fds=(parent,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+    else:
+        with contextlib.suppress(OSError):  # what stays is found below
+            os.unlink(name, dir_fd=parent)
+    try:
+        return os.stat(name, dir_fd=parent, follow_symlinks=False).st_uid != uid
+    except FileNotFoundError:
+        return True

@@ -293,15 +293,16 @@ class Sandbox:
             self._group = None
         if self._uid is not None:
             identity.kill_processes_of(self._uid.uid)
+        if self.workdir is not None:  # before the uid is freed (and marked clean)
+            remove_tree(self.workdir)
+            self.workdir = None
+        if self._uid is not None:
             # the jail's /tmp was its own; a sweep that did not finish leaves the slot marked,
             # and the next grader to take it sweeps again or passes it over
             if not self.isolation.jail and identity.remove_files_of(self._uid.uid).complete:
                 self._uid.mark_clean()
             self._uid.release()
             self._uid = None
-        if self.workdir is not None:
-            remove_tree(self.workdir)
-            self.workdir = None
 
     def __enter__(self) -> Sandbox:
         self.start()

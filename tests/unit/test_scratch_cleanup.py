@@ -7,9 +7,14 @@ and a slot whose grader died before its sweep is swept by the next grader that t
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
 import shutil
 import subprocess
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -107,6 +112,27 @@ def test_a_walk_cut_short_by_others_entries_is_not_complete(scratch):
     assert remove_files_of(UID, (scratch,), limit=100) == Sweep(removed=1, complete=True)
 
 
+def test_the_limit_on_others_entries_holds_within_one_folder(scratch):
+    for number in range(12):
+        (scratch / f"theirs-{number}").touch()
+        _owned(scratch / f"theirs-{number}", OTHER)
+    assert not remove_files_of(UID, (scratch,), limit=5).complete
+    assert remove_files_of(UID, (scratch,), limit=100).complete
+
+
+def test_a_folder_another_sandbox_closed_after_this_uid_wrote_in_it_is_swept(scratch):
+    """A concurrent sandbox can let this uid write in its folder and then `chmod 0711` it: no
+    longer world-writable, it was passed over and the sweep called itself complete."""
+    closed = scratch / "closed-by-its-owner"
+    closed.mkdir()
+    (closed / "left").write_text("for the next holder of the uid")
+    _owned(closed / "left")
+    _owned(closed, FIRST_UID + identity.SLOTS - 1)  # a sandbox uid
+    closed.chmod(0o711)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=True)
+    assert list(closed.iterdir()) == []
+
+
 def test_an_entry_of_the_uid_that_stays_makes_the_sweep_incomplete(scratch, monkeypatch):
     (scratch / "pinned").write_text("a file the sweep could not remove")
     _owned(scratch / "pinned")
@@ -116,6 +142,77 @@ def test_an_entry_of_the_uid_that_stays_makes_the_sweep_incomplete(scratch, monk
 
     monkeypatch.setattr(os, "unlink", refused)
     assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+
+
+def _as_uid(uid: int, work) -> int:
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            work()
+            status = 0
+        finally:
+            os._exit(status)
+    return pid
+
+
+@pytest.fixture
+def reachable_scratch():
+    """A world-writable folder other uids can reach (tmp_path's parents are root's 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix="attn-sweep-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="renameat2 by its x86_64 number")
+def test_a_folder_swapped_for_a_link_during_the_sweep_never_leads_it_outside(reachable_scratch):
+    """Another sandbox running at the same time owns a world-writable folder `b` with a folder
+    `d`, where this uid left files named as root's files elsewhere, and a link `s` to root's
+    folder; it swaps `d` and `s` again and again (renameat2 RENAME_EXCHANGE). A sweep by path
+    removed root's files through the link (an independent review: 1,250 of 2,000)."""
+    scratch = reachable_scratch
+    victim = scratch / "roots"
+    victim.mkdir(mode=0o755)
+    names = [f"v{number}" for number in range(300)]
+    for name in names:
+        (victim / name).write_text("root's file")
+    (victim / "tree").mkdir()
+    (victim / "tree" / "inner").write_text("root's tree")
+    b = scratch / "b"
+
+    def make_folders():
+        os.umask(0)
+        os.mkdir(b, 0o777)
+        os.mkdir(b / "d", 0o777)
+        os.symlink(victim, b / "s")
+
+    def leave_files():
+        for name in names:
+            os.close(os.open(b / "d" / name, os.O_CREAT | os.O_WRONLY, 0o600))
+        os.mkdir(b / "d" / "tree")
+
+    def swap():
+        libc = ctypes.CDLL(None, use_errno=True)
+        d, s = os.fsencode(b / "d"), os.fsencode(b / "s")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            libc.syscall(316, -100, d, -100, s, 2)  # renameat2(..., RENAME_EXCHANGE)
+
+    assert os.waitpid(_as_uid(OTHER, make_folders), 0)[1] == 0
+    assert os.waitpid(_as_uid(UID, leave_files), 0)[1] == 0
+    swapper = _as_uid(OTHER, swap)
+    try:
+        time.sleep(0.2)
+        remove_files_of(UID, (scratch,))
+    finally:
+        os.kill(swapper, 9)
+        os.waitpid(swapper, 0)
+    assert sorted(p.name for p in victim.iterdir()) == sorted([*names, "tree"])
+    assert (victim / "tree" / "inner").exists()
 
 
 def test_every_world_writable_mount_point_and_the_lock_folder_are_swept():
