@@ -330,15 +330,18 @@ def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
     if stat.S_ISDIR(info.st_mode):
         # run in the folder open as `parent` (its descriptor, not its path): GNU rm walks the
         # tree by descriptor too, never following a link, with no depth limit (5,000 deep)
-        subprocess.run(
-            ["rm", "-rf", "--one-file-system", "--", name],
-            cwd=f"/proc/self/fd/{parent}",
-            pass_fds=(parent,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
+        try:
+            subprocess.run(
+                ["rm", "-rf", "--one-file-system", "--", name],
+                cwd=f"/proc/self/fd/{parent}",
+                pass_fds=(parent,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return False  # no /proc, no rm: not removed, so the slot stays marked
     else:
         with contextlib.suppress(OSError):  # what stays is found below
             os.unlink(name, dir_fd=parent)

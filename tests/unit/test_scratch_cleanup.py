@@ -215,6 +215,21 @@ def test_a_folder_swapped_for_a_link_during_the_sweep_never_leads_it_outside(rea
     assert (victim / "tree" / "inner").exists()
 
 
+def test_a_folder_of_the_uid_that_cannot_be_removed_makes_the_sweep_incomplete(
+    scratch, monkeypatch
+):
+    """Where rm or /proc is missing, the sweep says so (the slot stays marked) and does not
+    raise into the sandbox's close()."""
+    (scratch / "folder").mkdir()
+    _owned(scratch / "folder")
+
+    def missing(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "rm")
+
+    monkeypatch.setattr(identity.subprocess, "run", missing)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+
+
 def test_every_world_writable_mount_point_and_the_lock_folder_are_swept():
     """Measured with util-linux's findmnt, not with the grader's own reading of mountinfo."""
     swept = {str(folder) for folder in scratch_folders()}
