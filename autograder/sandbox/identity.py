@@ -30,6 +30,7 @@ import re
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from autograder.sandbox.killing import kill_until_gone
@@ -248,58 +249,90 @@ def remove_files_of(
     and below any sandbox uid's folder, never following a link. A file left there was a channel
     to whichever submission gets the uid next. Every entry of the uid goes, however many it
     made; `limit` bounds the entries of others walked past, and a sweep cut short by it, by a
-    folder that changed while it was walked or by an entry it could not remove is not
-    `complete`.
+    folder that changed while it was walked, by folders nested deeper than `MAX_DEPTH` or by an
+    entry of the uid that is still linked somewhere is not `complete`.
 
-    Folders are walked by descriptor (each opened relative to its parent's, without following
-    a link, and checked to be the entry listed), and entries removed relative to them: another
-    sandbox running at the same time may swap one of its folders for a link at any moment
-    (renameat2's RENAME_EXCHANGE), and a sweep that used paths removed what the link led to."""
-    removed, others, complete = 0, 0, True
+    Folders are walked depth first by descriptor (each opened relative to its parent's, without
+    following a link, and checked to be the entry listed), and entries removed relative to
+    them: another sandbox running at the same time may swap one of its folders for a link or
+    for someone else's folder at any moment (renameat2's RENAME_EXCHANGE), and a sweep that used
+    paths or names removed what they led to. Only the uid's own entries are ever removed."""
+    sweep = _Sweeper(uid, limit)
     for folder in scratch_folders() if folders is None else folders:
         try:
             top = os.open(folder, _DIRECTORY)
         except OSError:
             continue  # not on this host
-        stack = [top]
-        try:
-            while stack:
-                fd = stack.pop()
-                try:
-                    with os.scandir(fd) as entries:
-                        for entry in entries:
-                            if others >= limit:
-                                return Sweep(removed, complete=False)
-                            try:
-                                info = entry.stat(follow_symlinks=False)
-                            except FileNotFoundError:
-                                continue
-                            if info.st_uid == uid:
-                                removed += 1
-                                complete &= _remove_at(fd, entry.name, info, uid)
-                                continue
-                            others += 1
-                            if _walked(info):
-                                child = _open_listed(fd, entry.name, info)
-                                if child is None:
-                                    complete = False
-                                elif len(stack) >= MAX_OPEN_FOLDERS:
-                                    os.close(child)
-                                    complete = False
-                                else:
-                                    stack.append(child)
-                except OSError:
-                    complete = False
-                finally:
-                    os.close(fd)
-        finally:
-            for fd in stack:
-                os.close(fd)
-    return Sweep(removed, complete)
+        if not sweep.walk(top):
+            break
+    return Sweep(sweep.removed, sweep.complete)
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_OPEN_FOLDERS = 512  # folders of others waiting to be walked in one sweep (descriptors)
+MAX_DEPTH = 128  # folders of others open at once, one per level (two descriptors each)
+
+
+class _Sweeper:
+    def __init__(self, uid: int, limit: int):
+        self.uid, self.limit = uid, limit
+        self.removed, self.others, self.complete = 0, 0, True
+
+    def walk(self, top: int) -> bool:
+        """Sweep the folder open as `top` (closed here); False once the limit is reached."""
+        stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = []
+        self._enter(stack, top)
+        try:
+            while stack:
+                fd, entries = stack[-1]
+                try:
+                    entry = next(entries, None)
+                except OSError:
+                    entry, self.complete = None, False
+                if entry is None:
+                    stack.pop()
+                    _close(fd, entries)
+                    continue
+                if self.others >= self.limit:
+                    self.complete = False
+                    return False
+                self._meet(stack, fd, entry)
+        finally:
+            for fd, entries in stack:
+                _close(fd, entries)
+        return True
+
+    def _enter(self, stack: list, fd: int) -> None:
+        try:
+            stack.append((fd, os.scandir(fd)))
+        except OSError:
+            os.close(fd)
+            self.complete = False
+
+    def _meet(self, stack: list, parent: int, entry: os.DirEntry[str]) -> None:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        except OSError:
+            self.complete = False
+            return
+        if info.st_uid == self.uid:
+            self.removed += 1
+            self.complete &= _remove_at(parent, entry.name, info, self.uid)
+            return
+        self.others += 1
+        if not _walked(info):
+            return
+        child = _open_listed(parent, entry.name, info) if len(stack) < MAX_DEPTH else None
+        if child is None:
+            self.complete = False
+        else:
+            self._enter(stack, child)
+
+
+def _close(fd: int, entries: Iterator[os.DirEntry[str]]) -> None:
+    entries.close()  # type: ignore[attr-defined]  # a ScandirIterator
+    os.close(fd)
 
 
 def _walked(info: os.stat_result) -> bool:
@@ -310,41 +343,62 @@ def _walked(info: os.stat_result) -> bool:
     )
 
 
-def _open_listed(parent: int, name: str, info: os.stat_result) -> int | None:
-    """The folder `name` of `parent`, if it is still the one listed (else None)."""
+def _open_listed(
+    parent: int, name: str, info: os.stat_result, flags: int = _DIRECTORY
+) -> int | None:
+    """`name` of the folder open as `parent`, if it is still the entry listed (else None), as
+    a descriptor above 2 (a grader started without stdin has 0 free: subprocesses take it)."""
     try:
-        fd = os.open(name, _DIRECTORY, dir_fd=parent)
-    except FileNotFoundError:
+        fd = os.open(name, flags, dir_fd=parent)
+    except OSError:  # gone, or swapped for a link (ELOOP) or a file (ENOTDIR) since listed
         return None
-    except OSError:  # swapped for a link (ELOOP) or a file (ENOTDIR) since it was listed
-        return None
-    opened = os.fstat(fd)
-    if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+    try:
+        opened = os.fstat(fd)
+        if (opened.st_dev, opened.st_ino, opened.st_uid) != (info.st_dev, info.st_ino, info.st_uid):
+            return None
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
         os.close(fd)
-        return None
-    return fd
 
 
 def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
-    """Remove the uid's entry `name` of the folder open as `parent`; whether it is gone."""
-    if stat.S_ISDIR(info.st_mode):
-        # run in the folder open as `parent` (its descriptor, not its path): GNU rm walks the
-        # tree by descriptor too, never following a link, with no depth limit (5,000 deep)
-        try:
-            subprocess.run(
-                ["rm", "-rf", "--one-file-system", "--", name],
-                cwd=f"/proc/self/fd/{parent}",
-                pass_fds=(parent,),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return False  # no /proc, no rm: not removed, so the slot stays marked
-    else:
-        with contextlib.suppress(OSError):  # what stays is found below
-            os.unlink(name, dir_fd=parent)
+    """Remove the uid's entry `name` of the folder open as `parent`; whether it is gone (no
+    longer linked anywhere: another sandbox may have moved it meanwhile)."""
+    flags = _DIRECTORY if stat.S_ISDIR(info.st_mode) else os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+    held = _open_listed(parent, name, info, flags)
+    if held is None:  # gone already, or another entry swapped in under its name
+        return _not_the_uids(parent, name, uid)
+    try:
+        if stat.S_ISDIR(info.st_mode):
+            _empty(held, uid)
+            with contextlib.suppress(OSError):  # only ever removes an empty folder
+                os.rmdir(name, dir_fd=parent)
+        else:
+            with contextlib.suppress(OSError):  # what stays is found below
+                os.unlink(name, dir_fd=parent)
+        return os.fstat(held).st_nlink == 0
+    finally:
+        os.close(held)
+
+
+def _empty(folder: int, uid: int) -> None:
+    """Remove the uid's entries below the folder open as `folder`, by descriptor: GNU find,
+    started in it (never its path), walks without following links, with no depth limit (a
+    5,000-deep tree), and removes only the uid's entries (another's folder swapped in below
+    keeps everything of theirs)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):  # what stays is found
+        subprocess.run(
+            ["find", ".", "-xdev", "-mindepth", "1", "-user", str(uid), "-delete"],
+            cwd=f"/proc/self/fd/{folder}",
+            pass_fds=(folder,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+
+
+def _not_the_uids(parent: int, name: str, uid: int) -> bool:
     try:
         return os.stat(name, dir_fd=parent, follow_symlinks=False).st_uid != uid
     except FileNotFoundError:

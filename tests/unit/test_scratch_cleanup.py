@@ -11,7 +11,9 @@ import ctypes
 import os
 import platform
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -109,7 +111,8 @@ def test_a_walk_cut_short_by_others_entries_is_not_complete(scratch):
     (shared / "mine").touch()
     _owned(shared / "mine")
     assert not remove_files_of(UID, (scratch,), limit=5).complete
-    assert remove_files_of(UID, (scratch,), limit=100) == Sweep(removed=1, complete=True)
+    assert remove_files_of(UID, (scratch,), limit=100).complete
+    assert not (shared / "mine").exists()
 
 
 def test_the_limit_on_others_entries_holds_within_one_folder(scratch):
@@ -221,6 +224,8 @@ def test_a_folder_of_the_uid_that_cannot_be_removed_makes_the_sweep_incomplete(
     """Where rm or /proc is missing, the sweep says so (the slot stays marked) and does not
     raise into the sandbox's close()."""
     (scratch / "folder").mkdir()
+    (scratch / "folder" / "inner").write_text("left for the next one")
+    _owned(scratch / "folder" / "inner")
     _owned(scratch / "folder")
 
     def missing(*args, **kwargs):
@@ -228,6 +233,91 @@ def test_a_folder_of_the_uid_that_cannot_be_removed_makes_the_sweep_incomplete(
 
     monkeypatch.setattr(identity.subprocess, "run", missing)
     assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="renameat2 by its x86_64 number")
+def test_a_third_users_folder_swapped_in_for_the_uids_keeps_everything_of_theirs(
+    reachable_scratch,
+):
+    """A concurrent sandbox swaps this uid's folder `d` in its own world-writable folder with a
+    third user's folder it cannot empty: removing `d` by name removed the third user's tree (an
+    independent review: hit in 3 of 6 tries)."""
+    b = reachable_scratch / "b"
+    assert os.waitpid(_as_uid(OTHER, lambda: os.mkdir(b) or os.chmod(b, 0o777)), 0)[1] == 0
+
+    def third_users_tree():
+        os.mkdir(b / "victim", 0o755)
+        (b / "victim" / "precious").write_text("nobody's")
+        os.mkdir(b / "victim" / "sub", 0o755)
+        (b / "victim" / "sub" / "deep").write_text("nobody's")
+
+    assert os.waitpid(_as_uid(NOBODY, third_users_tree), 0)[1] == 0
+
+    def swap():
+        libc = ctypes.CDLL(None, use_errno=True)
+        d, victim = os.fsencode(b / "d"), os.fsencode(b / "victim")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            libc.syscall(316, -100, d, -100, victim, 2)  # renameat2(..., RENAME_EXCHANGE)
+            time.sleep(0.0005)
+
+    def leave_a_folder():
+        names = {entry.name for entry in os.scandir(b)}
+        os.mkdir(b / ("victim" if "d" in names else "d"), 0o700)
+
+    swapper = None
+    try:
+        for _ in range(150):
+            if {p.name for p in b.iterdir()} == {"victim"}:  # this uid's folder was removed
+                os.waitpid(_as_uid(UID, leave_a_folder), 0)
+            if swapper is None:
+                swapper = _as_uid(OTHER, swap)
+                time.sleep(0.1)
+            remove_files_of(UID, (reachable_scratch,))
+            os.kill(swapper, signal.SIGSTOP)  # looked at while nothing moves
+            theirs = [p for p in b.iterdir() if p.lstat().st_uid == NOBODY]
+            assert len(theirs) == 1, "the third user's folder was removed"
+            assert (theirs[0] / "precious").exists() and (theirs[0] / "sub" / "deep").exists()
+            os.kill(swapper, signal.SIGCONT)
+    finally:
+        if swapper is not None:
+            os.kill(swapper, 9)
+            os.waitpid(swapper, 0)
+
+
+def test_six_hundred_folders_of_another_user_side_by_side_are_all_walked(scratch):
+    """Any local account could make more world-writable folders side by side than a sweep held
+    open at once: every sweep ended incomplete and no slot was reused again."""
+    for number in range(600):
+        folder = scratch / f"theirs-{number:03d}"
+        folder.mkdir()
+        folder.chmod(0o777)
+        _owned(folder, OTHER)
+    (scratch / "theirs-599" / "left").write_text("for the next holder of the uid")
+    _owned(scratch / "theirs-599" / "left")
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=True)
+
+
+def test_a_grader_started_without_stdin_still_removes_the_uids_folders(scratch):
+    """With descriptor 0 free, the first folder opened was 0, which subprocesses take for their
+    stdin: rm never ran in it."""
+    (scratch / "folder").mkdir()
+    (scratch / "folder" / "inner").write_text("x")
+    _owned(scratch / "folder" / "inner")
+    _owned(scratch / "folder")
+    code = (
+        "import os, sys; os.close(0); from pathlib import Path; "
+        "from autograder.sandbox.identity import remove_files_of; "
+        f"print(remove_files_of({UID}, (Path(sys.argv[1]),)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(scratch)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "Sweep(removed=1, complete=True)", done.stderr
+    assert list(scratch.iterdir()) == []
 
 
 def test_every_world_writable_mount_point_and_the_lock_folder_are_swept():
