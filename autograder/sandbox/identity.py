@@ -269,7 +269,9 @@ def remove_files_of(
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_DEPTH = 128  # folders of others open at once, one per level (two descriptors each)
+# folders of others open at once, one per level (two descriptors each); below, GNU find
+# sweeps the rest of the tree by itself
+MAX_DEPTH = 128
 
 
 class _Sweeper:
@@ -323,11 +325,16 @@ class _Sweeper:
         self.others += 1
         if not _walked(info):
             return
-        child = _open_listed(parent, entry.name, info) if len(stack) < MAX_DEPTH else None
+        child = _open_listed(parent, entry.name, info)
         if child is None:
             self.complete = False
-        else:
+        elif len(stack) < MAX_DEPTH:
             self._enter(stack, child)
+        else:  # deeper still (two sandboxes can nest their folders): find has no depth limit
+            try:
+                self.complete &= _empty(child, self.uid)
+            finally:
+                os.close(child)
 
 
 def _close(fd: int, entries: Iterator[os.DirEntry[str]]) -> None:
@@ -370,7 +377,7 @@ def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
         return _not_the_uids(parent, name, uid)
     try:
         if stat.S_ISDIR(info.st_mode):
-            _empty(held, uid)
+            _empty(held, uid, any_sandbox=True)
             with contextlib.suppress(OSError):  # only ever removes an empty folder
                 os.rmdir(name, dir_fd=parent)
         else:
@@ -381,21 +388,30 @@ def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
         os.close(held)
 
 
-def _empty(folder: int, uid: int) -> None:
-    """Remove the uid's entries below the folder open as `folder`, by descriptor: GNU find,
-    started in it (never its path), walks without following links, with no depth limit (a
-    5,000-deep tree), and removes only the uid's entries (another's folder swapped in below
-    keeps everything of theirs)."""
-    with contextlib.suppress(OSError, subprocess.SubprocessError):  # what stays is found
-        subprocess.run(
-            ["find", ".", "-xdev", "-mindepth", "1", "-user", str(uid), "-delete"],
-            cwd=f"/proc/self/fd/{folder}",
-            pass_fds=(folder,),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
+def _empty(folder: int, uid: int, any_sandbox: bool = False) -> bool:
+    """Remove the uid's entries below the folder open as `folder` (with `any_sandbox`, a folder
+    of the uid's own: every sandbox uid's, since another sandbox may have put a file there to
+    outlive both), by descriptor: GNU find, started in it (never its path), walks without
+    following links, with no depth limit (a 5,000-deep tree), and removes nothing of anyone
+    else (another's folder swapped in below keeps everything of theirs). Whether find removed
+    every one it met."""
+    sandboxes = ["-o", "(", "-uid", f"+{FIRST_UID - 1}", "-uid", f"-{FIRST_UID + SLOTS}", ")"]
+    owners = ["(", "-uid", str(uid), *(sandboxes if any_sandbox else []), ")"]
+    try:
+        return (
+            subprocess.run(
+                ["find", ".", "-xdev", "-mindepth", "1", *owners, "-delete"],
+                cwd=f"/proc/self/fd/{folder}",
+                pass_fds=(folder,),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            ).returncode
+            == 0
         )
+    except (OSError, subprocess.SubprocessError):
+        return False  # no /proc, no find: what stays is found by the caller
 
 
 def _not_the_uids(parent: int, name: str, uid: int) -> bool:

@@ -301,6 +301,44 @@ def test_six_hundred_folders_of_another_user_side_by_side_are_all_walked(scratch
     assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=True)
 
 
+def test_two_sandboxes_nesting_their_folders_deeper_than_the_walk_keep_nothing(scratch):
+    """Another sandbox makes 200 nested world-writable folders and this uid leaves a file at
+    the bottom: the walk stopped at its depth, this uid's sweep was never complete, the other's
+    could not remove its folders, and both slots were passed over for good (a third review)."""
+    folder = scratch
+    for depth in range(200):
+        folder = folder / f"n{depth}"
+        folder.mkdir()
+        folder.chmod(0o777)
+    (folder / "bottom").write_text("for the next holder of the uid")
+    _owned(folder / "bottom")
+    other = FIRST_UID + identity.SLOTS - 1  # a sandbox uid
+    for path in [folder, *folder.parents]:
+        if path == scratch:
+            break
+        _owned(path, other)
+    assert remove_files_of(UID, (scratch,)).complete
+    assert not (folder / "bottom").exists()
+    assert remove_files_of(other, (scratch,)) == Sweep(removed=1, complete=True)
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_file_another_sandbox_moved_into_this_uids_folder_goes_with_it(scratch):
+    """A sandbox running beside this one moves its own file into this uid's folder after its
+    own sweep: the folder could not be removed (another's entry in it), and the file outlived
+    both for the next holder of the other uid."""
+    mine = scratch / "mine"
+    mine.mkdir()
+    mine.chmod(0o777)
+    (mine / "moved-in").write_text("for the next holder of the other uid")
+    _owned(mine / "moved-in", FIRST_UID + identity.SLOTS - 1)  # a sandbox uid
+    (mine / "not-a-sandboxs").write_text("a host user's")
+    _owned(mine / "not-a-sandboxs", OTHER)
+    _owned(mine)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+    assert [p.name for p in mine.iterdir()] == ["not-a-sandboxs"], "nothing of a host user's"
+
+
 def test_a_grader_started_without_stdin_still_removes_the_uids_folders(scratch):
     """With descriptor 0 free, the first folder opened was 0, which subprocesses take for their
     stdin: rm never ran in it."""
