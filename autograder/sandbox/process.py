@@ -16,7 +16,7 @@ from typing import IO, NoReturn
 
 from autograder.core.errors import GradedOutcome
 from autograder.core.status import Status
-from autograder.sandbox import cgroups, identity, isolation, places, warm
+from autograder.sandbox import cgroups, identity, isolation, places, sweep, warm
 from autograder.sandbox.inside import wire
 from autograder.sandbox.inside.supervisor import descendants
 from autograder.sandbox.limits import Limits
@@ -83,7 +83,7 @@ class Sandbox:
     def _start(self, template: warm.Template | None) -> None:
         iso = self.isolation
         self.warm = template is not None
-        self._uid = identity.acquire() if iso.separate_uid else None
+        self._uid = identity.acquire(sweep.clean) if iso.separate_uid else None
         if self._uid is not None and not iso.jail:  # its child may write outside its work dir
             self._uid.mark_dirty()
         child_uid = self._uid.uid if self._uid else None
@@ -299,7 +299,7 @@ class Sandbox:
         if self._uid is not None:
             # the jail's /tmp was its own; a sweep that did not finish leaves the slot marked,
             # and the next grader to take it sweeps again or passes it over
-            if not self.isolation.jail and identity.remove_files_of(self._uid.uid).complete:
+            if not self.isolation.jail and sweep.clean(self._uid.uid):
                 self._uid.mark_clean()
             self._uid.release()
             self._uid = None

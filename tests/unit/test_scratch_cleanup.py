@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import identity
-from autograder.sandbox.identity import FIRST_UID, Sweep, remove_files_of, scratch_folders
+from autograder.sandbox import identity, sweep
+from autograder.sandbox.identity import FIRST_UID
+from autograder.sandbox.sweep import Sweep, remove_files_of, scratch_folders
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 UID = FIRST_UID + 4242
@@ -231,7 +232,7 @@ def test_a_folder_of_the_uid_that_cannot_be_removed_makes_the_sweep_incomplete(
     def missing(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "rm")
 
-    monkeypatch.setattr(identity.subprocess, "run", missing)
+    monkeypatch.setattr(sweep.subprocess, "run", missing)
     assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
 
 
@@ -339,6 +340,25 @@ def test_a_file_another_sandbox_moved_into_this_uids_folder_goes_with_it(scratch
     assert [p.name for p in mine.iterdir()] == ["not-a-sandboxs"], "nothing of a host user's"
 
 
+def test_a_folder_of_another_that_vanishes_during_the_sweep_leaves_it_complete(
+    scratch, monkeypatch
+):
+    """A live sandbox makes and removes folders all the time (its work dir is a sandbox uid's
+    folder in /tmp): one gone between the listing and its opening was taken for a swap, and
+    the sweep of an unrelated uid ended incomplete (a fourth review: 1 in 10 sweeps)."""
+    (scratch / "churn").mkdir()
+    _owned(scratch / "churn", FIRST_UID + identity.SLOTS - 1)
+    listed = sweep._open_listed
+
+    def removed_meanwhile(parent, name, info, *args):
+        if name == "churn":
+            os.rmdir(scratch / "churn")
+        return listed(parent, name, info, *args)
+
+    monkeypatch.setattr(sweep, "_open_listed", removed_meanwhile)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=0, complete=True)
+
+
 def test_a_grader_started_without_stdin_still_removes_the_uids_folders(scratch):
     """With descriptor 0 free, the first folder opened was 0, which subprocesses take for their
     stdin: rm never ran in it."""
@@ -348,7 +368,7 @@ def test_a_grader_started_without_stdin_still_removes_the_uids_folders(scratch):
     _owned(scratch / "folder")
     code = (
         "import os, sys; os.close(0); from pathlib import Path; "
-        "from autograder.sandbox.identity import remove_files_of; "
+        "from autograder.sandbox.sweep import remove_files_of; "
         f"print(remove_files_of({UID}, (Path(sys.argv[1]),)))"
     )
     done = subprocess.run(
@@ -386,9 +406,9 @@ def _world_writable(path: str) -> bool:
 @pytest.fixture
 def next_slot(scratch, monkeypatch):
     """The uid acquire() hands out next in this process, its sweep confined to `scratch`."""
-    monkeypatch.setattr(identity, "SCRATCH", (scratch,))
-    monkeypatch.setattr(identity, "_mount_points", lambda: [])
-    probe = identity.acquire()
+    monkeypatch.setattr(sweep, "SCRATCH", (scratch,))
+    monkeypatch.setattr(sweep, "_mount_points", lambda: [])
+    probe = identity.acquire(sweep.clean)
     uid = probe.uid
     probe.release()
     yield uid
@@ -397,7 +417,7 @@ def next_slot(scratch, monkeypatch):
 
 
 def _take(uid: int) -> identity.SandboxUid:
-    held = identity.acquire()
+    held = identity.acquire(sweep.clean)
     if held.uid != uid:
         held.release()
         pytest.fail(f"slot {uid - FIRST_UID} was taken by a concurrent grader; rerun")
@@ -419,18 +439,17 @@ def test_a_slot_whose_grader_died_before_its_sweep_is_swept_when_taken(scratch, 
     assert lock.read_bytes() == b"", "a slot swept clean is no longer marked"
 
 
-def test_a_slot_whose_sweep_cannot_finish_is_passed_over(scratch, next_slot, monkeypatch):
+def test_a_slot_whose_sweep_cannot_finish_is_passed_over(scratch, next_slot):
     held = _take(next_slot)
     held.mark_dirty()
     held.release()
     unfinished = []
 
-    def cut_short(uid, folders=None, limit=identity.OTHERS_LIMIT):
+    def cut_short(uid, folders=None, limit=sweep.OTHERS_LIMIT):
         unfinished.append(uid)
         return Sweep(removed=0, complete=False)
 
-    monkeypatch.setattr(identity, "remove_files_of", cut_short)
-    other = identity.acquire()
+    other = identity.acquire(lambda uid: cut_short(uid).complete)
     try:
         assert other.uid != next_slot and unfinished == [next_slot]
     finally:
