@@ -163,6 +163,21 @@ def _as_uid(uid: int, work) -> int:
     return pid
 
 
+def _swapping(first: Path, second: Path, seconds: float, pause: float):
+    """Work for `_as_uid`: swap two entries again and again (renameat2, RENAME_EXCHANGE)."""
+
+    def swap():
+        libc = ctypes.CDLL(None, use_errno=True)
+        one, other = os.fsencode(first), os.fsencode(second)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            libc.syscall(316, -100, one, -100, other, 2)  # x86_64 renameat2
+            if pause:
+                time.sleep(pause)
+
+    return swap
+
+
 @pytest.fixture
 def reachable_scratch():
     """A world-writable folder other uids can reach (tmp_path's parents are root's 0700)."""
@@ -199,13 +214,7 @@ def test_a_folder_swapped_for_a_link_during_the_sweep_never_leads_it_outside(rea
             os.close(os.open(b / "d" / name, os.O_CREAT | os.O_WRONLY, 0o600))
         os.mkdir(b / "d" / "tree")
 
-    def swap():
-        libc = ctypes.CDLL(None, use_errno=True)
-        d, s = os.fsencode(b / "d"), os.fsencode(b / "s")
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            libc.syscall(316, -100, d, -100, s, 2)  # renameat2(..., RENAME_EXCHANGE)
-
+    swap = _swapping(b / "d", b / "s", seconds=20, pause=0)
     assert os.waitpid(_as_uid(OTHER, make_folders), 0)[1] == 0
     assert os.waitpid(_as_uid(UID, leave_files), 0)[1] == 0
     swapper = _as_uid(OTHER, swap)
@@ -257,13 +266,7 @@ def test_a_third_users_folder_swapped_in_for_the_uids_keeps_everything_of_theirs
 
     assert os.waitpid(_as_uid(NOBODY, third_users_tree), 0)[1] == 0
 
-    def swap():
-        libc = ctypes.CDLL(None, use_errno=True)
-        d, victim = os.fsencode(b / "d"), os.fsencode(b / "victim")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            libc.syscall(316, -100, d, -100, victim, 2)  # renameat2(..., RENAME_EXCHANGE)
-            time.sleep(0.0005)
+    swap = _swapping(b / "d", b / "victim", seconds=30, pause=0.0005)
 
     def leave_a_folder():
         names = {entry.name for entry in os.scandir(b)}
