@@ -73,7 +73,9 @@ def clean(uid: int) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Sweep:
-    removed: int  # entries of the uid removed (a folder with all below it counts once)
+    # entries of the uid the walk removed (a folder with all below it counts once; what find
+    # removes below MAX_DEPTH is not counted)
+    removed: int
     complete: bool  # every folder walked to its end and nothing of the uid left
 
 
@@ -86,14 +88,15 @@ def remove_files_of(
     and below any sandbox uid's folder, never following a link. A file left there was a channel
     to whichever submission gets the uid next. Every entry of the uid goes, however many it
     made; `limit` bounds the entries of others walked past, and a sweep cut short by it, by a
-    folder that changed while it was walked, by folders nested deeper than `MAX_DEPTH` or by an
-    entry of the uid that is still linked somewhere is not `complete`.
+    folder that changed while it was walked or by an entry of the uid that is still linked
+    somewhere (or that find could not remove) is not `complete`.
 
     Folders are walked depth first by descriptor (each opened relative to its parent's, without
     following a link, and checked to be the entry listed), and entries removed relative to
     them: another sandbox running at the same time may swap one of its folders for a link or
     for someone else's folder at any moment (renameat2's RENAME_EXCHANGE), and a sweep that used
-    paths or names removed what they led to. Only the uid's own entries are ever removed."""
+    paths or names removed what they led to. Only sandbox uids' entries are ever removed: the
+    uid's anywhere, another sandbox's inside the uid's own folders."""
     sweep = _Sweeper(uid, limit)
     for folder in scratch_folders() if folders is None else folders:
         try:
