@@ -43,12 +43,13 @@ def scratch_folders() -> tuple[Path, ...]:
     found = [*SCRATCH, *_mount_points()]
     unique: dict[str, Path] = {}
     for folder in found:
+        real = os.path.realpath(folder)
         try:
-            real = os.path.realpath(folder)
-            if os.stat(real).st_mode & stat.S_IWOTH and os.path.isdir(real):
-                unique.setdefault(real, Path(real))
+            mode = os.stat(real).st_mode
         except OSError:
             continue
+        if stat.S_ISDIR(mode) and mode & stat.S_IWOTH:
+            unique.setdefault(real, Path(real))
     return tuple(unique.values())
 
 
@@ -167,7 +168,7 @@ class _Sweeper:
             return
         child = _open_listed(parent, entry.name, info)
         if child is None:  # gone since listed (a live sandbox's churn: harmless), or swapped
-            self.complete &= not _exists_at(parent, entry.name)
+            self.complete &= _owner_at(parent, entry.name) is None
         elif len(stack) < MAX_DEPTH:
             self._enter(stack, child)
         else:  # deeper still (two sandboxes can nest their folders): find has no depth limit
@@ -214,7 +215,7 @@ def _remove_at(parent: int, name: str, info: os.stat_result, uid: int) -> bool:
     flags = _DIRECTORY if stat.S_ISDIR(info.st_mode) else os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
     held = _open_listed(parent, name, info, flags)
     if held is None:  # gone already, or another entry swapped in under its name
-        return _not_the_uids(parent, name, uid)
+        return _owner_at(parent, name) not in (uid, _UNREADABLE)
     try:
         if stat.S_ISDIR(info.st_mode):
             _empty(held, uid, any_sandbox=True)
@@ -256,18 +257,15 @@ def _empty(folder: int, uid: int, any_sandbox: bool = False) -> bool:
         return False  # no /proc, no find: what stays is found by the caller
 
 
-def _exists_at(parent: int, name: str) -> bool:
+_UNREADABLE = -1  # an owner no uid has
+
+
+def _owner_at(parent: int, name: str) -> int | None:
+    """The owner of `name` in the folder open as `parent`: None when it is gone, _UNREADABLE
+    when it is there but cannot be looked at (never an exception into `Sandbox.close`)."""
     try:
-        os.stat(name, dir_fd=parent, follow_symlinks=False)
+        return os.stat(name, dir_fd=parent, follow_symlinks=False).st_uid
     except FileNotFoundError:
-        return False
+        return None
     except OSError:
-        return True
-    return True
-
-
-def _not_the_uids(parent: int, name: str, uid: int) -> bool:
-    try:
-        return os.stat(name, dir_fd=parent, follow_symlinks=False).st_uid != uid
-    except FileNotFoundError:
-        return True
+        return _UNREADABLE

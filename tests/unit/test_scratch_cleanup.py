@@ -381,6 +381,25 @@ def test_a_grader_started_without_stdin_still_removes_the_uids_folders(scratch):
     assert list(scratch.iterdir()) == []
 
 
+def test_an_entry_of_the_uid_that_cannot_be_looked_at_again_is_not_taken_for_gone(
+    scratch, monkeypatch
+):
+    """Where the entry changed since it was listed and then cannot be looked at (an error other
+    than its absence), the sweep is incomplete; the error never reaches the sandbox's close()."""
+    (scratch / "changed").write_text("x")
+    _owned(scratch / "changed")
+    monkeypatch.setattr(sweep, "_open_listed", lambda *args: None)
+    looked = os.stat
+
+    def refused(path, *args, dir_fd=None, **kwargs):
+        if dir_fd is not None and path == "changed":
+            raise PermissionError(13, "Permission denied", path)
+        return looked(path, *args, dir_fd=dir_fd, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refused)
+    assert remove_files_of(UID, (scratch,)) == Sweep(removed=1, complete=False)
+
+
 def test_every_world_writable_mount_point_and_the_lock_folder_are_swept():
     """Measured with util-linux's findmnt, not with the grader's own reading of mountinfo."""
     swept = {str(folder) for folder in scratch_folders()}
