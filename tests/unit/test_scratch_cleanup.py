@@ -467,11 +467,11 @@ def test_a_slot_whose_sweep_cannot_finish_is_passed_over(scratch, next_slot):
     held.release()
     unfinished = []
 
-    def cut_short(uid, folders=None, limit=sweep.OTHERS_LIMIT):
+    def cut_short(uid):
         unfinished.append(uid)
-        return Sweep(removed=0, complete=False)
+        return False
 
-    other = identity.acquire(lambda uid: cut_short(uid).complete)
+    other = identity.acquire(cut_short)
     try:
         assert other.uid != next_slot and unfinished == [next_slot]
     finally:
